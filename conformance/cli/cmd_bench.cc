@@ -1,0 +1,73 @@
+// `engram bench ...`: throughput of the reference, for ratios measured in one run.
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <span>
+
+#include "conformance/cli/common.h"
+#include "reference/hash.h"
+
+namespace engram::cli {
+namespace {
+
+// A counter-based generator for benchmark inputs (SplitMix64).
+uint64_t SplitMix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+void AddBenchCommand(CLI::App& app) {
+  struct State {
+    Inputs in;
+    int64_t tokens = 1000000;
+    int64_t chunk = 65536;
+  };
+  auto s = std::make_shared<State>();
+  auto* bench = app.add_subcommand("bench", "Micro-benchmarks (ratios, not absolute figures)");
+  bench->require_subcommand(1);
+  auto* cmd = bench->add_subcommand("hash", "Time hashing N random compressed ids through all layers");
+  AddInputOptions(cmd, s->in, false);
+  cmd->add_option("--tokens", s->tokens, "Number of positions")->check(CLI::Range(int64_t{1}, int64_t{1} << 32));
+  cmd->add_option("--chunk", s->chunk, "Positions per call, into a reused output buffer")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  cmd->callback([s] {
+    Loaded l = Load(s->in);
+    std::vector<int64_t> ids(static_cast<size_t>(s->tokens));
+    uint64_t seed = 0x5EED;
+    for (int64_t& id : ids) {
+      id = static_cast<int64_t>(SplitMix64(seed) % static_cast<uint64_t>(l.layout.compressed_vocab_size));
+    }
+    // Serving engines hash a prefill chunk at a time into a reused buffer;
+    // so does the benchmark (and the numpy side in scripts/bench_hash.sh).
+    const size_t chunk = static_cast<size_t>(s->chunk);
+    const size_t per_id = l.layout.layers.size() * static_cast<size_t>(l.layout.columns());
+    std::vector<int64_t> rows(chunk * per_id);
+    HashState state(l.layout);
+    uint64_t checksum = 0;  // keeps the work observable
+    double seconds = 0;
+    for (size_t at = 0; at < ids.size(); at += chunk) {
+      const size_t n = std::min(chunk, ids.size() - at);
+      const std::span<int64_t> out(rows.data(), n * per_id);
+      const auto t0 = std::chrono::steady_clock::now();
+      state.AppendInto(std::span<const int64_t>(ids.data() + at, n), out);
+      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      for (int64_t r : out) checksum = checksum * 31 + static_cast<uint64_t>(r);
+    }
+    ojson doc;
+    doc["profile"] = std::string(ProfileName(l.layout.profile));
+    doc["tokens"] = s->tokens;
+    doc["chunk"] = s->chunk;
+    doc["layers"] = l.layout.layers.size();
+    doc["columns"] = l.layout.columns();
+    doc["seconds"] = seconds;
+    doc["tokens_per_second"] = static_cast<double>(s->tokens) / seconds;
+    doc["checksum"] = checksum;
+    Emit(doc, "");
+  });
+}
+
+}  // namespace engram::cli

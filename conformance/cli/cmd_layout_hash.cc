@@ -1,0 +1,91 @@
+// `engram layout` and `engram hash` (spec §LAY, §HASH).
+#include <memory>
+#include <span>
+
+#include "conformance/cli/common.h"
+#include "reference/error.h"
+#include "reference/hash.h"
+#include "vectors/suite_util.h"
+
+namespace engram::cli {
+
+void AddLayoutCommand(CLI::App& app) {
+  struct State {
+    Inputs in;
+    std::string out;
+  };
+  auto s = std::make_shared<State>();
+  auto* cmd = app.add_subcommand("layout", "Print multipliers, primes, offsets and table rows per layer");
+  AddInputOptions(cmd, s->in, true);
+  cmd->add_option("--out", s->out, "Write the JSON here instead of stdout");
+  cmd->callback([s] {
+    Loaded l = Load(s->in);
+    ojson doc;
+    doc["profile"] = std::string(ProfileName(l.layout.profile));
+    doc["compressed_vocab_size"] = l.layout.compressed_vocab_size;
+    doc["pad"] = {{"raw", l.config.pad_id}, {"compressed", l.layout.pad}};
+    doc["max_ngram"] = l.layout.max_ngram;
+    doc["heads"] = l.layout.heads;
+    doc["layers"] = ojson::array();
+    for (const LayerLayout& layer : l.layout.layers) {
+      doc["layers"].push_back({{"layer_id", layer.layer_id},
+                               {"multipliers", layer.multipliers},
+                               {"primes", layer.primes},
+                               {"offsets", layer.offsets},
+                               {"num_embeddings", layer.num_embeddings}});
+    }
+    Emit(doc, s->out);
+  });
+}
+
+void AddHashCommand(CLI::App& app) {
+  struct State {
+    Inputs in;
+    std::string ids, chunks, out;
+    bool trace = false;
+  };
+  auto s = std::make_shared<State>();
+  auto* cmd = app.add_subcommand("hash", "Hash a sequence of ids into table rows");
+  AddInputOptions(cmd, s->in, true);
+  cmd->add_option("--ids", s->ids, "Comma-separated ids (v4.1: -1 marks a masked/DEAD position)")->required();
+  cmd->add_option("--chunks", s->chunks, "Feed the ids through the state in these chunk sizes");
+  cmd->add_flag("--trace", s->trace, "Also print every intermediate value per position");
+  cmd->add_option("--out", s->out, "Write the JSON here instead of stdout");
+  cmd->callback([s] {
+    Loaded l = Load(s->in);
+    std::vector<int64_t> raw = ParseIntList(s->ids, "--ids");
+    std::vector<int64_t> ids = l.token_map ? CompressIds(l.layout, *l.token_map, raw) : raw;
+    CheckCompressedIds(l.layout, ids);
+    std::vector<int64_t> chunks = ParseIntList(s->chunks, "--chunks");
+    if (chunks.empty()) chunks.push_back(static_cast<int64_t>(ids.size()));
+    int64_t total = 0;
+    for (int64_t c : chunks) {
+      if (c < 0) throw Error("--chunks: chunk sizes must be >= 0, got " + std::to_string(c));
+      total += c;
+    }
+    if (total != static_cast<int64_t>(ids.size())) {
+      throw Error("--chunks: sizes add up to " + std::to_string(total) + " but there are " +
+                  std::to_string(ids.size()) + " ids");
+    }
+    // §HASH.5 the chunks go through one per-sequence state.
+    HashState state(l.layout);
+    std::vector<int64_t> rows;
+    std::vector<PositionTrace> traces;
+    size_t at = 0;
+    for (int64_t c : chunks) {
+      state.AppendTraced(std::span<const int64_t>(ids.data() + at, static_cast<size_t>(c)), rows, traces);
+      at += static_cast<size_t>(c);
+    }
+    ojson doc;
+    doc["profile"] = std::string(ProfileName(l.layout.profile));
+    ojson layer_ids = ojson::array();
+    for (const LayerLayout& layer : l.layout.layers) layer_ids.push_back(layer.layer_id);
+    doc["layers"] = layer_ids;
+    doc["compressed_ids"] = ids;
+    doc["rows"] = NestRows(l.layout, rows);
+    if (s->trace) doc["trace"] = vectors::TraceJson(traces);
+    Emit(doc, s->out);
+  });
+}
+
+}  // namespace engram::cli

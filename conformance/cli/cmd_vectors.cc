@@ -1,0 +1,30 @@
+// `engram vectors generate|verify` (spec §VEC).
+#include <iostream>
+#include <memory>
+
+#include "conformance/cli/common.h"
+#include "vectors/generator.h"
+
+namespace engram::cli {
+
+void AddVectorsCommand(CLI::App& app) {
+  struct State {
+    std::string out;
+    std::string schemas = std::string(ENGRAM_SOURCE_DIR) + "/vectors/schema";
+    std::string dir;
+  };
+  auto s = std::make_shared<State>();
+  auto* vec = app.add_subcommand("vectors", "Generate or verify the golden vectors");
+  vec->require_subcommand(1);
+  auto* gen = vec->add_subcommand("generate", "Write every suite, the schemas and the manifest to DIR");
+  gen->add_option("--out", s->out, "Output directory")->required();
+  gen->add_option("--schemas", s->schemas, "Directory of the JSON Schemas to ship with the vectors");
+  gen->callback([s] { vectors::GenerateAll(s->out, s->schemas, std::cerr); });
+  auto* verify = vec->add_subcommand("verify", "Check the manifest and recompute every expected value");
+  verify->add_option("dir", s->dir, "Vectors directory (holds MANIFEST.sha256)")->required();
+  verify->callback([s] {
+    if (!vectors::VerifyAll(s->dir, std::cout)) throw CLI::RuntimeError(1);
+  });
+}
+
+}  // namespace engram::cli

@@ -1,0 +1,29 @@
+// The `engram` command line: JSON on stdout, errors on stderr, non-zero exit
+// on failure. Every subcommand (cmd_*.cc) is a thin shell over the reference.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "conformance/cli/common.h"
+#include "reference/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"engram: reference implementation and conformance tools for DeepSeek Engram"};
+  app.set_version_flag("--version", std::string(ENGRAM_VERSION));
+  app.require_subcommand(1);
+  engram::cli::AddLayoutCommand(app);
+  engram::cli::AddHashCommand(app);
+  engram::cli::AddBenchCommand(app);
+  engram::cli::AddVectorsCommand(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();  // the subcommand already reported what failed
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::cerr << "engram: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,340 @@
+// spec/config.md — reading the configuration of both profiles.
+#include "reference/config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "reference/error.h"
+
+namespace engram {
+namespace {
+
+// Every message names the file and the key, then says what was wrong (§CFG.4).
+[[noreturn]] void Fail(std::string_view source, std::string_view key, const std::string& what) {
+  throw Error(std::string(source) + ": key '" + std::string(key) + "': " + what);
+}
+
+std::string Show(const nlohmann::json& value) { return value.dump(); }
+
+// Reads an integer-valued key. JSON numbers such as 2.0 are refused: a
+// configuration that writes sizes as floats is a conversion bug, not a size.
+int64_t GetInt(const nlohmann::json& obj, std::string_view source, const std::string& key,
+               const std::string& prefix = "") {
+  const nlohmann::json& v = obj.at(key);
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      Fail(source, prefix + key, "value " + Show(v) + " does not fit a signed 64-bit integer");
+    }
+    return static_cast<int64_t>(v.get<uint64_t>());
+  }
+  if (v.is_number_integer()) return v.get<int64_t>();
+  Fail(source, prefix + key, "expected an integer, got " + Show(v));
+}
+
+double GetNumber(const nlohmann::json& obj, std::string_view source, const std::string& key,
+                 const std::string& prefix = "") {
+  const nlohmann::json& v = obj.at(key);
+  if (!v.is_number()) Fail(source, prefix + key, "expected a number, got " + Show(v));
+  return v.get<double>();
+}
+
+std::vector<int64_t> GetIntList(const nlohmann::json& obj, std::string_view source, const std::string& key,
+                                const std::string& prefix = "") {
+  const nlohmann::json& v = obj.at(key);
+  if (!v.is_array()) Fail(source, prefix + key, "expected a list of integers, got " + Show(v));
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const nlohmann::json& e = v[i];
+    if (e.is_number_unsigned() &&
+        e.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      out.push_back(static_cast<int64_t>(e.get<uint64_t>()));
+    } else if (e.is_number_integer() && !e.is_number_unsigned()) {
+      out.push_back(e.get<int64_t>());
+    } else {
+      Fail(source, prefix + key, "element " + std::to_string(i) + " is not a 64-bit integer: " + Show(e));
+    }
+  }
+  return out;
+}
+
+bool HasAnyEngramKey(const nlohmann::json& obj) {
+  if (!obj.is_object()) return false;
+  for (const auto& [k, v] : obj.items()) {
+    (void)v;
+    if (k.rfind("engram_", 0) == 0 && k != "engram_vocab_size") return true;
+  }
+  return false;
+}
+
+// §CFG.1 v4.1 configs carry engram_* keys other than engram_vocab_size (which
+// the demo's EngramConfig shares); demo configs carry the demo's own names.
+std::optional<Profile> DetectProfile(const nlohmann::json& doc) {
+  bool v41 = HasAnyEngramKey(doc) ||
+             (doc.contains("text_config") && HasAnyEngramKey(doc["text_config"]));
+  bool demo = doc.contains("max_ngram_size") || doc.contains("n_head_per_ngram") ||
+              doc.contains("layer_ids") || doc.contains("n_embed_per_ngram");
+  if (v41 && !demo) return Profile::kV41;
+  if (demo && !v41) return Profile::kDemoV1;
+  return std::nullopt;
+}
+
+// Checks shared by both profiles (§CFG.4).
+void Validate(const EngramConfig& c, std::string_view source, const std::string& layers_key,
+              const std::string& ngram_key, const std::string& heads_key, const std::string& base_key,
+              const std::string& pad_key) {
+  if (c.max_ngram < 2) Fail(source, ngram_key, "must be >= 2 (2-grams are the smallest order), got " + std::to_string(c.max_ngram));
+  if (c.max_ngram > 64) Fail(source, ngram_key, "must be <= 64, got " + std::to_string(c.max_ngram));
+  if (c.heads < 1) Fail(source, heads_key, "must be >= 1, got " + std::to_string(c.heads));
+  if (c.heads > 4096) Fail(source, heads_key, "must be <= 4096, got " + std::to_string(c.heads));
+  if (c.layer_ids.empty()) Fail(source, layers_key, "must list at least one layer, got []");
+  std::set<int64_t> distinct;
+  for (int64_t id : c.layer_ids) {
+    if (id < 0) Fail(source, layers_key, "layer ids must be >= 0, got " + std::to_string(id));
+    if (!distinct.insert(id).second) Fail(source, layers_key, "layer id " + std::to_string(id) + " appears twice");
+  }
+  if (static_cast<int>(c.bases.size()) != c.orders()) {
+    Fail(source, base_key, "needs one entry per n-gram order (" + std::to_string(c.orders()) + "), got " +
+                               std::to_string(c.bases.size()));
+  }
+  for (int64_t b : c.bases) {
+    // Primes are searched upward from the base; below 2^40 every prime, and
+    // the sum of a layer's at most 64 * 4096 primes, stays far below 2^63
+    // (§HASH.7), and the prime search stays short.
+    if (b < 2 || b >= (int64_t{1} << 40)) {
+      Fail(source, base_key, "bucket bases must be in [2, 2^40), got " + std::to_string(b));
+    }
+  }
+  if (c.seed < 0) Fail(source, "seed", "must be >= 0 (numpy refuses negative seeds), got " + std::to_string(c.seed));
+  for (int64_t id : c.layer_ids) {
+    // §RNG.4 seed + 10007 * layer_id must be a valid int64 seed.
+    if (id > (std::numeric_limits<int64_t>::max() - c.seed) / 10007) {
+      Fail(source, layers_key, "seed + 10007 * layer_id overflows int64 for layer " + std::to_string(id));
+    }
+  }
+  if (c.pad_id < 0) Fail(source, pad_key, "the pad id must be >= 0, got " + std::to_string(c.pad_id));
+}
+
+// Reads a small integer (orders, heads) with its range checked before any narrowing.
+int GetSmallInt(const nlohmann::json& obj, std::string_view source, const std::string& key, int lo, int hi,
+                const std::string& why, const std::string& prefix = "") {
+  int64_t v = GetInt(obj, source, key, prefix);
+  if (v < lo || v > hi) {
+    Fail(source, prefix + key, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (" + why + "), got " +
+                          std::to_string(v));
+  }
+  return static_cast<int>(v);
+}
+
+EngramConfig ParseV41(const nlohmann::json& doc, std::string_view source) {
+  EngramConfig c;
+  c.profile = Profile::kV41;
+  c.source = std::string(source);
+  // §CFG.1 step 1: the HF shape nests the model keys under "text_config".
+  const bool nested = doc.contains("text_config") && HasAnyEngramKey(doc["text_config"]);
+  const nlohmann::json& container = nested ? doc["text_config"] : doc;
+  const std::string prefix = nested ? "text_config." : "";
+  if (nested) {
+    for (const auto& [k, v] : doc.items()) {
+      if (k.rfind("engram_", 0) == 0 && container.contains(k) && container[k] != v) {
+        Fail(source, k, "differs between the top level (" + Show(v) + ") and text_config (" + Show(container[k]) + ")");
+      }
+    }
+  }
+  // Keys are reported with their container so that the user finds them.
+  auto opt = [&](const std::string& key) -> const nlohmann::json* {
+    return container.contains(key) ? &container : nullptr;
+  };
+  auto need = [&](const std::string& key) -> const nlohmann::json& {
+    if (!container.contains(key)) Fail(source, prefix + key, "missing");
+    return container;
+  };
+  // §CFG.2 a synonym pair may appear twice only with one value.
+  auto synonyms = [&](const std::string& a, const std::string& b) {
+    if (container.contains(a) && container.contains(b) && container[a] != container[b]) {
+      Fail(source, prefix + b, "is " + Show(container[b]) + " but its synonym " + a + " is " + Show(container[a]));
+    }
+  };
+  synonyms("engram_pad_token_id", "engram_pad_id");
+  synonyms("dim", "hidden_size");
+  synonyms("norm_eps", "rms_norm_eps");
+
+  c.layer_ids = GetIntList(need("engram_layer_ids"), source, "engram_layer_ids", prefix);
+  c.max_ngram = GetSmallInt(need("engram_max_ngram_size"), source, "engram_max_ngram_size", 2, 64,
+                            "2-grams are the smallest order", prefix);
+  c.heads = GetSmallInt(need("engram_n_heads"), source, "engram_n_heads", 1, 4096, "at least one head per order", prefix);
+  // §CFG.2 one bucket base for every order.
+  int64_t base = GetInt(need("engram_vocab_size"), source, "engram_vocab_size", prefix);
+  if (c.max_ngram >= 2 && c.max_ngram <= 64) c.bases.assign(c.max_ngram - 1, base);
+  if (const nlohmann::json* o = opt("engram_num_embeddings")) {
+    c.num_embeddings = GetIntList(*o, source, "engram_num_embeddings", prefix);
+  }
+  c.head_dim = GetInt(need("engram_head_dim"), source, "engram_head_dim", prefix);
+
+  // §CFG.2 the pad key has two spellings (checked for agreement above).
+  if (const nlohmann::json* o = opt("engram_pad_token_id")) c.pad_id = GetInt(*o, source, "engram_pad_token_id", prefix);
+  else if (const nlohmann::json* o2 = opt("engram_pad_id")) c.pad_id = GetInt(*o2, source, "engram_pad_id", prefix);
+  else Fail(source, prefix + "engram_pad_token_id", "missing (also looked for engram_pad_id)");
+  if (const nlohmann::json* o = opt("engram_compressed_vocab_size")) {
+    c.compressed_vocab_size = GetInt(*o, source, "engram_compressed_vocab_size", prefix);
+    if (*c.compressed_vocab_size < 1) {
+      Fail(source, prefix + "engram_compressed_vocab_size", "must be >= 1, got " + std::to_string(*c.compressed_vocab_size));
+    }
+  }
+  if (const nlohmann::json* o = opt("dim")) c.hidden_size = GetInt(*o, source, "dim", prefix);
+  else if (const nlohmann::json* o2 = opt("hidden_size")) c.hidden_size = GetInt(*o2, source, "hidden_size", prefix);
+  if (const nlohmann::json* o = opt("hc_mult")) c.hc_mult = GetInt(*o, source, "hc_mult", prefix);
+  if (const nlohmann::json* o = opt("norm_eps")) c.norm_eps = GetNumber(*o, source, "norm_eps", prefix);
+  else if (const nlohmann::json* o2 = opt("rms_norm_eps")) c.norm_eps = GetNumber(*o2, source, "rms_norm_eps", prefix);
+  if (const nlohmann::json* o = opt("vocab_size")) c.vocab_size = GetInt(*o, source, "vocab_size", prefix);
+  c.seed = 0;  // §CFG.2 the V4.1 code seeds with 10007 * layer_id alone.
+
+  const std::string pad_key = opt("engram_pad_token_id") ? "engram_pad_token_id" : "engram_pad_id";
+  Validate(c, source, prefix + "engram_layer_ids", prefix + "engram_max_ngram_size", prefix + "engram_n_heads",
+           prefix + "engram_vocab_size", prefix + pad_key);
+  if (c.head_dim < 1) Fail(source, prefix + "engram_head_dim", "must be >= 1, got " + std::to_string(c.head_dim));
+  if (opt("engram_num_embeddings") && c.num_embeddings.size() != c.layer_ids.size()) {
+    Fail(source, prefix + "engram_num_embeddings",
+         "is " + Show(container["engram_num_embeddings"]) + " with " + std::to_string(c.num_embeddings.size()) +
+             " entries but engram_layer_ids has " + std::to_string(c.layer_ids.size()));
+  }
+  for (size_t i = 0; i < c.num_embeddings.size(); ++i) {
+    if (c.num_embeddings[i] < 1) {
+      Fail(source, prefix + "engram_num_embeddings", "entry " + std::to_string(i) + " must be >= 1, got " +
+                                                         std::to_string(c.num_embeddings[i]));
+    }
+  }
+  // §CFG.4 item 8: optional sizes, when present, are >= 1.
+  if (opt("dim") || opt("hidden_size")) {
+    if (c.hidden_size < 1) Fail(source, prefix + "dim", "must be >= 1, got " + std::to_string(c.hidden_size));
+  }
+  if (opt("hc_mult") && c.hc_mult < 1) Fail(source, prefix + "hc_mult", "must be >= 1, got " + std::to_string(c.hc_mult));
+  if (opt("vocab_size") && c.vocab_size < 1) {
+    Fail(source, prefix + "vocab_size", "must be >= 1, got " + std::to_string(c.vocab_size));
+  }
+  if (!(c.norm_eps >= 0.0) || !std::isfinite(c.norm_eps)) Fail(source, prefix + "norm_eps", "must be a finite number >= 0");
+  return c;
+}
+
+EngramConfig ParseDemo(const nlohmann::json& doc, std::string_view source) {
+  // §CFG.3 absent keys take engram_demo_v1.py's dataclass defaults.
+  EngramConfig c = DemoV1Config();
+  c.source = std::string(source);
+  if (doc.contains("engram_vocab_size")) c.bases = GetIntList(doc, source, "engram_vocab_size");
+  if (doc.contains("max_ngram_size")) {
+    c.max_ngram = GetSmallInt(doc, source, "max_ngram_size", 2, 64, "2-grams are the smallest order");
+  }
+  if (doc.contains("n_head_per_ngram")) {
+    c.heads = GetSmallInt(doc, source, "n_head_per_ngram", 1, 4096, "at least one head per order");
+  }
+  if (doc.contains("n_embed_per_ngram")) c.n_embed_per_ngram = GetInt(doc, source, "n_embed_per_ngram");
+  if (doc.contains("layer_ids")) c.layer_ids = GetIntList(doc, source, "layer_ids");
+  if (doc.contains("pad_id")) c.pad_id = GetInt(doc, source, "pad_id");
+  if (doc.contains("seed")) c.seed = GetInt(doc, source, "seed");
+  if (doc.contains("kernel_size")) c.kernel_size = GetInt(doc, source, "kernel_size");
+  if (doc.contains("hidden_size")) c.hidden_size = GetInt(doc, source, "hidden_size");
+  if (doc.contains("hc_mult")) c.hc_mult = GetInt(doc, source, "hc_mult");
+  if (doc.contains("vocab_size")) c.vocab_size = GetInt(doc, source, "vocab_size");
+  if (doc.contains("compressed_vocab_size")) {
+    c.compressed_vocab_size = GetInt(doc, source, "compressed_vocab_size");
+    if (*c.compressed_vocab_size < 1) {
+      Fail(source, "compressed_vocab_size", "must be >= 1, got " + std::to_string(*c.compressed_vocab_size));
+    }
+  }
+
+  Validate(c, source, "layer_ids", "max_ngram_size", "n_head_per_ngram", "engram_vocab_size", "pad_id");
+  if (c.n_embed_per_ngram < 1 || c.n_embed_per_ngram % c.heads != 0) {
+    Fail(source, "n_embed_per_ngram", "must be a positive multiple of n_head_per_ngram (" + std::to_string(c.heads) +
+                                          "), got " + std::to_string(c.n_embed_per_ngram));
+  }
+  c.head_dim = c.n_embed_per_ngram / c.heads;
+  if (c.kernel_size < 1) Fail(source, "kernel_size", "must be >= 1, got " + std::to_string(c.kernel_size));
+  if (c.hidden_size < 1) Fail(source, "hidden_size", "must be >= 1, got " + std::to_string(c.hidden_size));
+  if (c.hc_mult < 1) Fail(source, "hc_mult", "must be >= 1, got " + std::to_string(c.hc_mult));
+  if (c.vocab_size < 1) Fail(source, "vocab_size", "must be >= 1, got " + std::to_string(c.vocab_size));
+  return c;
+}
+
+}  // namespace
+
+std::string_view ProfileName(Profile profile) {
+  return profile == Profile::kV41 ? "v4.1" : "demo-v1";
+}
+
+std::optional<Profile> ParseProfile(std::string_view name) {
+  if (name == "v4.1") return Profile::kV41;
+  if (name == "demo-v1") return Profile::kDemoV1;
+  return std::nullopt;
+}
+
+EngramConfig ParseConfig(const nlohmann::json& doc, std::string_view source,
+                         std::optional<Profile> override_profile) {
+  if (!doc.is_object()) throw Error(std::string(source) + ": expected a JSON object at top level, got " + std::string(doc.type_name()));
+  std::optional<Profile> profile = override_profile ? override_profile : DetectProfile(doc);
+  if (!profile) {
+    throw Error(std::string(source) +
+                ": cannot tell the profile from the keys (v4.1 has engram_* keys such as engram_layer_ids; "
+                "demo-v1 has max_ngram_size/n_head_per_ngram/layer_ids); pass --profile v4.1|demo-v1");
+  }
+  return *profile == Profile::kV41 ? ParseV41(doc, source) : ParseDemo(doc, source);
+}
+
+nlohmann::json ReadJsonFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path.string() + ": cannot open for reading");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  try {
+    return nlohmann::json::parse(buffer.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(path.string() + ": malformed JSON: " + e.what());
+  }
+}
+
+EngramConfig LoadConfig(const std::filesystem::path& path, std::optional<Profile> override_profile) {
+  return ParseConfig(ReadJsonFile(path), path.string(), override_profile);
+}
+
+EngramConfig V41FlashConfig() {
+  // The inference config.json of DeepSeek-V4.1-Flash (../shared/ENGRAM.md §1).
+  nlohmann::json doc = {
+      {"engram_layer_ids", {1, 14}},
+      {"engram_vocab_size", 16000000},
+      {"engram_num_embeddings", {384006168, 384016682}},
+      {"engram_max_ngram_size", 4},
+      {"engram_n_heads", 8},
+      {"engram_head_dim", 256},
+      {"engram_pad_id", 2},
+      {"engram_compressed_vocab_size", 99092},
+      {"dim", 5120},
+      {"hc_mult", 4},
+      {"norm_eps", 1e-20},
+      {"vocab_size", 129280},
+  };
+  return ParseConfig(doc, "<builtin v4.1>", Profile::kV41);
+}
+
+EngramConfig DemoV1Config() {
+  // EngramConfig() and BackBoneConfig() defaults of engram_demo_v1.py.
+  EngramConfig c;
+  c.profile = Profile::kDemoV1;
+  c.source = "<builtin demo-v1>";
+  c.bases = {129280 * 5, 129280 * 5};
+  c.max_ngram = 3;
+  c.n_embed_per_ngram = 512;
+  c.heads = 8;
+  c.head_dim = 512 / 8;
+  c.layer_ids = {1, 15};
+  c.pad_id = 2;
+  c.seed = 0;
+  c.kernel_size = 4;
+  c.hidden_size = 1024;
+  c.hc_mult = 4;
+  c.vocab_size = 129280;
+  return c;
+}
+
+}  // namespace engram

@@ -1,0 +1,274 @@
+// spec/hash.md — n-gram hashing with per-sequence state.
+#include "reference/hash.h"
+
+#include <algorithm>
+#include <string>
+
+#include "reference/error.h"
+
+namespace engram {
+namespace {
+
+__extension__ using u128 = unsigned __int128;
+
+// §HASH.3 Products wrap in two's complement, as numpy's and torch's int64
+// arithmetic does. For 0 <= id < V they never wrap (§HASH.7); only demo-v1
+// negative ids can reach the wrap, and there the ports wrap too.
+int64_t WrappingMul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+
+std::string Where(size_t t, int64_t v) {
+  return "position " + std::to_string(t) + " (id " + std::to_string(v) + ")";
+}
+
+}  // namespace
+
+// §HASH.7 With m = floor((2^64-1)/p), q' = floor(x*m / 2^64) is floor(x/p)
+// or one less, so a single conditional subtraction finishes the job.
+DivisionFreeMod::DivisionFreeMod(uint64_t prime) : p(prime) {
+  if (prime < 2 || prime >= (uint64_t{1} << 63)) throw Error("modulus " + std::to_string(prime) + " is outside [2, 2^63)");
+  m = UINT64_MAX / prime;
+}
+
+uint64_t DivisionFreeMod::Mod(uint64_t x) const {
+  uint64_t q = static_cast<uint64_t>((static_cast<u128>(x) * m) >> 64);
+  uint64_t r = x - q * p;
+  if (r >= p) r -= p;
+  return r;
+}
+
+// §HASH.4 floor-mod (Python/numpy/torch `%`): the result takes the sign of
+// the divisor, so it is always in [0, p). For x < 0, -x-1 = ~x >= 0 and
+// floor_mod(x) = p - 1 - ((-x-1) mod p).
+int64_t DivisionFreeMod::FloorMod(int64_t x) const {
+  if (x >= 0) return static_cast<int64_t>(Mod(static_cast<uint64_t>(x)));
+  return static_cast<int64_t>(p - 1 - Mod(~static_cast<uint64_t>(x)));
+}
+
+std::vector<int64_t> CompressIds(const Layout& layout, const TokenMap& token_map,
+                                 std::span<const int64_t> raw_ids, std::span<const uint8_t> mask) {
+  if (!mask.empty() && mask.size() != raw_ids.size()) {
+    throw Error("mask has " + std::to_string(mask.size()) + " entries but there are " +
+                std::to_string(raw_ids.size()) + " ids");
+  }
+  if (!mask.empty() && layout.profile == Profile::kDemoV1) {
+    throw Error("mask: demo-v1 has no masking (only v4.1 marks positions DEAD)");
+  }
+  std::vector<int64_t> out(raw_ids.size());
+  for (size_t t = 0; t < raw_ids.size(); ++t) {
+    int64_t raw = raw_ids[t];
+    if (layout.profile == Profile::kV41) {
+      // §HASH.1 v4.1 masks positions (image spans, padding) as DEAD; there
+      // are no negative token ids to hash. Raw -1 is this spec's spelling of
+      // a masked position.
+      if (raw == kDead) {
+        out[t] = kDead;
+        continue;
+      }
+      if (raw < 0) throw Error("ids: " + Where(t, raw) + " is negative; v4.1 accepts only -1 (masked)");
+      // The V4.1 code indexes the map before applying the mask, so even a
+      // masked id must be a valid token id.
+      out[t] = token_map.Lookup(raw, "ids: position " + std::to_string(t));
+      if (!mask.empty() && mask[t] == 0) out[t] = kDead;
+    } else {
+      // §HASH.1 demo-v1 copies negative ids through and hashes them as they are.
+      out[t] = raw < 0 ? raw : token_map.Lookup(raw, "ids: position " + std::to_string(t));
+    }
+  }
+  return out;
+}
+
+void CheckCompressedIds(const Layout& layout, std::span<const int64_t> ids) {
+  const int64_t v = layout.compressed_vocab_size;
+  for (size_t t = 0; t < ids.size(); ++t) {
+    int64_t id = ids[t];
+    if (id >= v) {
+      throw Error("ids: " + Where(t, id) + " is not a compressed id: must be < " + std::to_string(v));
+    }
+    if (layout.profile == Profile::kV41 && id < 0 && id != kDead) {
+      throw Error("ids: " + Where(t, id) + " is negative; v4.1 compressed ids are in [0, " + std::to_string(v) +
+                  ") or -1 (DEAD)");
+    }
+  }
+}
+
+HashState::HashState(const Layout& layout, size_t rollback_capacity)
+    : layout_(&layout), capacity_(rollback_capacity) {
+  for (const LayerLayout& layer : layout.layers) {
+    std::vector<DivisionFreeMod> cols;
+    for (int col = 0; col < layout.columns(); ++col) cols.emplace_back(static_cast<uint64_t>(layer.prime(col)));
+    mods_.push_back(std::move(cols));
+  }
+}
+
+void HashState::Append(std::span<const int64_t> ids, std::vector<int64_t>& rows) {
+  CheckCompressedIds(*layout_, ids);  // before touching `rows`: a refused call changes nothing
+  const size_t at = rows.size();
+  rows.resize(at + ids.size() * layout_->layers.size() * static_cast<size_t>(layout_->columns()));
+  Feed(ids, rows.data() + at, nullptr);
+}
+
+void HashState::AppendInto(std::span<const int64_t> ids, std::span<int64_t> rows_out) {
+  const size_t needed = ids.size() * layout_->layers.size() * static_cast<size_t>(layout_->columns());
+  if (rows_out.size() != needed) {
+    throw Error("rows: the output holds " + std::to_string(rows_out.size()) + " values but " +
+                std::to_string(ids.size()) + " ids need " + std::to_string(needed));
+  }
+  CheckCompressedIds(*layout_, ids);
+  Feed(ids, rows_out.data(), nullptr);
+}
+
+void HashState::AppendTraced(std::span<const int64_t> ids, std::vector<int64_t>& rows,
+                             std::vector<PositionTrace>& traces) {
+  CheckCompressedIds(*layout_, ids);
+  const size_t at = rows.size();
+  rows.resize(at + ids.size() * layout_->layers.size() * static_cast<size_t>(layout_->columns()));
+  Feed(ids, rows.data() + at, &traces);
+}
+
+// Requires ids checked by CheckCompressedIds and room for their rows.
+void HashState::Feed(std::span<const int64_t> ids, int64_t* rows_out, std::vector<PositionTrace>* trace_out) {
+  const Layout& L = *layout_;
+  const int max_ngram = L.max_ngram;
+  const int heads = L.heads;
+  const int columns = L.columns();
+  const bool v41 = L.profile == Profile::kV41;
+
+  // The ids visible to this chunk: the retained history, then the chunk.
+  std::vector<int64_t> ids_seen(recent_);
+  ids_seen.insert(ids_seen.end(), ids.begin(), ids.end());
+  const size_t first = recent_.size();  // index of ids[0] in ids_seen
+
+  const size_t layers = L.layers.size();
+  std::vector<int64_t> window(static_cast<size_t>(max_ngram));  // x_s as read (§HASH.8)
+  std::vector<int64_t> tokens(static_cast<size_t>(max_ngram));  // tok_s after blocking
+  std::vector<uint8_t> blocked(static_cast<size_t>(max_ngram));
+  std::vector<int64_t> mixes(layers * static_cast<size_t>(max_ngram - 1));  // kept for traces
+
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t pos = position_ + static_cast<int64_t>(i);
+    // §HASH.2 Read tok_s, s positions back, and decide which slots read pad.
+    bool block = false;
+    for (int s = 0; s < max_ngram; ++s) {
+      const bool before_start = pos < s;
+      const int64_t x = before_start ? L.pad : ids_seen[first + i - static_cast<size_t>(s)];
+      if (v41) {
+        // Once a slot is blocked, every older slot is too: an n-gram never
+        // reaches across the sequence start or a DEAD span.
+        block = block || before_start || x == kDead;
+      } else {
+        block = before_start;  // demo-v1: np.pad with pad_id, nothing else
+      }
+      window[static_cast<size_t>(s)] = x;
+      blocked[static_cast<size_t>(s)] = block ? 1 : 0;
+      tokens[static_cast<size_t>(s)] = block ? L.pad : x;
+    }
+    int64_t* position_rows = rows_out + i * layers * static_cast<size_t>(columns);
+    for (size_t li = 0; li < layers; ++li) {
+      // Plain pointers: the compiler then knows that writing a row cannot
+      // move the layer's tables, and keeps them in registers.
+      const int64_t* multipliers = L.layers[li].multipliers.data();
+      const int64_t* offsets = L.layers[li].offsets.data();
+      const DivisionFreeMod* mods = mods_[li].data();
+      int64_t* row_out = position_rows + li * static_cast<size_t>(columns);
+      // §HASH.3 After XOR-ing in look-back slot k, `rolling` is the hash of
+      // the (k+1)-gram ending at this position.
+      int64_t rolling = WrappingMul(tokens[0], multipliers[0]);
+      for (int k = 1; k < max_ngram; ++k) {
+        rolling ^= WrappingMul(tokens[static_cast<size_t>(k)], multipliers[k]);
+        mixes[li * static_cast<size_t>(max_ngram - 1) + static_cast<size_t>(k - 1)] = rolling;
+        // §HASH.4 One residue per head, shifted into the column's row range.
+        // Floor-mod of a negative mix (demo-v1 only) is p - 1 - ((-x-1) mod p);
+        // the sign is the same for every head, so it is decided once here.
+        const bool negative = rolling < 0;
+        const uint64_t magnitude = negative ? ~static_cast<uint64_t>(rolling) : static_cast<uint64_t>(rolling);
+        const int first_col = (k - 1) * heads;
+#pragma GCC unroll 8
+        for (int h = 0; h < heads; ++h) {
+          const int col = first_col + h;
+          uint64_t residue = mods[col].Mod(magnitude);
+          if (negative) residue = mods[col].p - 1 - residue;
+          row_out[col] = static_cast<int64_t>(residue) + offsets[col];
+        }
+      }
+    }
+    if (trace_out != nullptr) {
+      // §HASH.8 Everything a failing port needs to find the step that differs.
+      PositionTrace trace;
+      trace.window = window;
+      trace.blocked = blocked;
+      trace.tokens = tokens;
+      for (size_t li = 0; li < layers; ++li) {
+        const auto mix_begin = mixes.begin() + static_cast<std::ptrdiff_t>(li * static_cast<size_t>(max_ngram - 1));
+        trace.mixes.emplace_back(mix_begin, mix_begin + (max_ngram - 1));
+        const int64_t* row_out = position_rows + li * static_cast<size_t>(columns);
+        trace.rows.emplace_back(row_out, row_out + columns);
+        trace.residues.emplace_back();
+        for (int col = 0; col < columns; ++col) {
+          trace.residues.back().push_back(row_out[col] - L.layers[li].offsets[static_cast<size_t>(col)]);
+        }
+      }
+      trace_out->push_back(std::move(trace));
+    }
+  }
+
+  // §HASH.5 Keep max_ngram - 1 ids for the look-back, plus the rollback reserve.
+  position_ += static_cast<int64_t>(ids.size());
+  const size_t keep = static_cast<size_t>(max_ngram - 1) + capacity_;
+  if (ids_seen.size() > keep) ids_seen.erase(ids_seen.begin(), ids_seen.end() - static_cast<std::ptrdiff_t>(keep));
+  recent_ = std::move(ids_seen);
+}
+
+void HashState::Rollback(size_t k) {
+  if (static_cast<int64_t>(k) > position_) {
+    throw Error("rollback by " + std::to_string(k) + " but only " + std::to_string(position_) + " ids were fed");
+  }
+  // §HASH.6 After the rollback the state must still hold the max_ngram - 1
+  // ids (or all of them, near the start) that precede the new position.
+  const int64_t new_position = position_ - static_cast<int64_t>(k);
+  const size_t needed = static_cast<size_t>(std::min<int64_t>(new_position, layout_->max_ngram - 1));
+  if (recent_.size() < k + needed) {
+    throw Error("rollback by " + std::to_string(k) + " exceeds the retained history (rollback capacity " +
+                std::to_string(capacity_) + ")");
+  }
+  recent_.resize(recent_.size() - k);
+  position_ = new_position;
+}
+
+std::vector<int64_t> HashState::History() const {
+  const size_t n = std::min(recent_.size(), static_cast<size_t>(layout_->max_ngram - 1));
+  return std::vector<int64_t>(recent_.end() - static_cast<std::ptrdiff_t>(n), recent_.end());
+}
+
+std::vector<std::vector<std::vector<int64_t>>> NestRows(const Layout& layout, const std::vector<int64_t>& rows) {
+  const size_t cols = static_cast<size_t>(layout.columns());
+  const size_t layers = layout.layers.size();
+  std::vector<std::vector<std::vector<int64_t>>> out;
+  for (size_t at = 0; at + layers * cols <= rows.size() && layers * cols > 0; at += layers * cols) {
+    std::vector<std::vector<int64_t>> per_layer;
+    for (size_t li = 0; li < layers; ++li) {
+      const auto begin = rows.begin() + static_cast<std::ptrdiff_t>(at + li * cols);
+      per_layer.emplace_back(begin, begin + static_cast<std::ptrdiff_t>(cols));
+    }
+    out.push_back(std::move(per_layer));
+  }
+  return out;
+}
+
+std::vector<int64_t> HashSequence(const Layout& layout, std::span<const int64_t> ids) {
+  HashState state(layout);
+  std::vector<int64_t> rows;
+  state.Append(ids, rows);
+  return rows;
+}
+
+std::vector<PositionTrace> TraceSequence(const Layout& layout, std::span<const int64_t> ids) {
+  HashState state(layout);
+  std::vector<int64_t> rows;
+  std::vector<PositionTrace> traces;
+  state.AppendTraced(ids, rows, traces);
+  return traces;
+}
+
+}  // namespace engram

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Validate every vectors/v1/*.json against the JSON Schema its `schema` key names (spec §VEC.10).
+
+Usage: scripts/lint_vectors.py [DIR]   (DIR defaults to the repository's vectors/)
+Exit status: 0 when every file validates, 1 otherwise (each violation is printed with its path).
+"""
+import json
+import pathlib
+import sys
+
+import jsonschema
+
+
+def main() -> int:
+    root = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent / "vectors"
+    suites = sorted((root / "v1").glob("*.json"))
+    if not suites:
+        print(f"lint_vectors: no suite files under {root / 'v1'}", file=sys.stderr)
+        return 1
+    failures = 0
+    for path in suites:
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as e:
+            print(f"{path}: cannot read JSON: {e}")
+            failures += 1
+            continue
+        schema_name = doc.get("schema") if isinstance(doc, dict) else None
+        schema_path = root / "schema" / str(schema_name)
+        if not schema_name or not schema_path.is_file():
+            print(f"{path}: key 'schema' names {schema_name!r}, which is not a file in {root / 'schema'}")
+            failures += 1
+            continue
+        schema = json.loads(schema_path.read_text(encoding="utf-8"))
+        validator_cls = jsonschema.validators.validator_for(schema)
+        validator_cls.check_schema(schema)
+        errors = sorted(validator_cls(schema).iter_errors(doc), key=lambda e: list(e.absolute_path))
+        for e in errors[:20]:
+            where = "/".join(str(p) for p in e.absolute_path)
+            print(f"{path}: at /{where}: {e.message[:300]}")
+        failures += len(errors)
+        print(f"{path.relative_to(root)}: {'OK' if not errors else str(len(errors)) + ' violation(s)'} "
+              f"against {schema_name}")
+    return 0 if failures == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what the build and the cross-checks need, only when it is missing.
+# Idempotent: a second run installs nothing. Debian packages via apt-get,
+# Python packages (numpy, sympy, jsonschema, tokenizers) into .venv via pip.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+debs=(build-essential cmake g++ git pkg-config libgtest-dev librapidcheck-dev nlohmann-json3-dev libicu-dev
+      libcli11-dev libssl-dev python3 python3-venv)
+missing=()
+for p in "${debs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}" >&2
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# The cross-check oracles run on real numpy / sympy / HF tokenizers from PyPI.
+venv="$root/.venv"
+if [ ! -x "$venv/bin/python" ]; then
+  echo "setup: creating $venv" >&2
+  python3 -m venv "$venv"
+fi
+if ! "$venv/bin/python" -c "import numpy, sympy, jsonschema, tokenizers" 2>/dev/null; then
+  echo "setup: installing Python packages into $venv" >&2
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check numpy sympy jsonschema tokenizers
+fi

@@ -1,0 +1,52 @@
+// spec/vectors.md — the golden-vector generator and verifier.
+//
+// The generator is the only thing that writes vectors/v1/*.json (§VEC.5):
+// every expected value comes from the reference library, every file is
+// serialized the same way (1-space indentation, insertion-ordered keys,
+// trailing newline), so regenerating reproduces the committed bytes.
+#ifndef ENGRAM_VECTORS_GENERATOR_H_
+#define ENGRAM_VECTORS_GENERATOR_H_
+
+#include <filesystem>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace engram::vectors {
+
+using ojson = nlohmann::ordered_json;
+
+// §VEC.2 The spec version every vector file carries.
+inline constexpr const char* kSpecVersion = "0.1.0";
+// §VEC.1 The vector directory version (vectors/v1).
+inline constexpr const char* kVectorsDir = "v1";
+
+// The suites in generation order.
+std::vector<std::string> SuiteNames();
+
+// Builds one suite's document in memory (throws engram::Error for an unknown name).
+ojson GenerateSuite(const std::string& name);
+
+// §VEC.5 The canonical serialization: dump(1) plus a trailing newline.
+std::string Serialize(const ojson& doc);
+
+// §VEC.5 Writes OUT/v1/<suite>.json for every suite, copies the schemas from
+// `schema_dir` into OUT/schema (unless they are the same directory), and
+// writes OUT/MANIFEST.sha256 over all of them. Each file is written
+// atomically. Progress goes to `log`.
+void GenerateAll(const std::filesystem::path& out, const std::filesystem::path& schema_dir, std::ostream& log);
+
+// §VEC.6 Checks DIR/MANIFEST.sha256, the structure of every suite file, and
+// recomputes every test's expected values with the reference. Prints one line
+// per suite (and one per problem) to `log`; returns true when all is well.
+bool VerifyAll(const std::filesystem::path& dir, std::ostream& log);
+
+// Verifies one parsed suite document; appends problems (each naming the
+// file, tcId and field) to `problems`. Returns the number of tests checked.
+size_t VerifySuite(const std::string& file_name, const nlohmann::json& doc, std::vector<std::string>& problems);
+
+}  // namespace engram::vectors
+
+#endif  // ENGRAM_VECTORS_GENERATOR_H_
