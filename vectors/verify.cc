@@ -17,143 +17,18 @@
 #include "reference/random.h"
 #include "reference/token_map.h"
 #include "vectors/generator.h"
-#include "vectors/suite_util.h"
+#include "vectors/suite.h"
 
 namespace engram::vectors {
 namespace {
 
-using json = nlohmann::json;
-
-struct Checker {
-  std::string file;
-  std::vector<std::string>& problems;
-
-  void Problem(const json& test, const std::string& what) {
-    std::string id = test.contains("tcId") ? "tcId " + test["tcId"].dump() : "(no tcId)";
-    problems.push_back(file + ": " + id + ": " + what);
-  }
-  // Compares one expected field with the recomputed value.
-  void Expect(const json& test, const std::string& field, const json& actual) {
-    if (!test.contains(field)) {
-      Problem(test, "missing field '" + field + "'");
-    } else if (test[field] != actual) {
-      std::string exp = test[field].dump(), act = actual.dump();
-      if (exp.size() > 200) exp = exp.substr(0, 200) + "...";
-      if (act.size() > 200) act = act.substr(0, 200) + "...";
-      Problem(test, "field '" + field + "' is " + exp + " but the reference gives " + act);
-    }
-  }
-};
-
-bool IsValid(const json& test) { return test.value("result", "") == "valid"; }
-
-void CheckBoundedIntegers(Checker& c, const json& t) {
-  const uint64_t seed = t.at("seed").get<uint64_t>();
-  const int64_t low = t.at("low").get<int64_t>();
-  const json& hj = t.at("high");
-  const uint128_t high = hj.is_number_unsigned() ? static_cast<uint128_t>(hj.get<uint64_t>())
-                                                 : static_cast<uint128_t>(hj.get<int64_t>());
-  Pcg64 gen{SeedSequence(seed)};
-  std::vector<int64_t> values = IntegersWide(gen, low, high, t.at("count").get<size_t>());
-  c.Expect(t, "values", values);
-  SeedSequence seq(seed);
-  const json& in = t.at("intermediate");
-  if (in.at("pool") != json(seq.pool())) c.Problem(t, "intermediate.pool differs from the reference");
-  if (in.at("generateState") != json(seq.GenerateState64(4))) c.Problem(t, "intermediate.generateState differs");
-  uint64_t rng = static_cast<uint64_t>(high - 1 - static_cast<uint128_t>(low));
-  if (in.at("path") != std::string(BoundedPathName(BoundedPathFor(rng)))) c.Problem(t, "intermediate.path differs");
-}
-
-void CheckMultipliers(Checker& c, const json& t) {
-  const int64_t seed = t.at("seed").get<int64_t>();
-  const int64_t layer = t.at("layerId").get<int64_t>();
-  const int64_t v = t.at("compressedVocabSize").get<int64_t>();
-  const int n = t.at("maxNgram").get<int>();
-  if (!IsValid(t)) {
-    try {
-      LayerMultipliers(seed, layer, v, n);
-      c.Problem(t, "the reference accepts an input the vector marks invalid");
-    } catch (const Error&) {
-    }
-    return;
-  }
-  c.Expect(t, "multipliers", LayerMultipliers(seed, layer, v, n));
-  const json& in = t.at("intermediate");
-  if (in.at("bound") != MultiplierBound(v)) c.Problem(t, "intermediate.bound differs");
-  if (in.at("layerSeed") != LayerSeed(seed, layer)) c.Problem(t, "intermediate.layerSeed differs");
-}
-
-Layout GroupLayout(const json& group, const json& test_or_group) {
-  (void)group;
-  EngramConfig cfg = ParseConfig(test_or_group.at("config"), "config",
-                                 ParseProfile(test_or_group.at("profile").get<std::string>()));
-  return BuildLayout(cfg, test_or_group.at("compressedVocabSize").get<int64_t>(),
-                     test_or_group.at("compressedPad").get<int64_t>());
-}
-
-void CheckLayout(Checker& c, const json& t) {
-  try {
-    Layout layout = GroupLayout(t, t);
-    if (!IsValid(t)) {
-      c.Problem(t, "the reference accepts a configuration the vector marks invalid");
-      return;
-    }
-    c.Expect(t, "layers", json::parse(LayersJson(layout).dump()));
-  } catch (const Error& e) {
-    if (IsValid(t)) c.Problem(t, std::string("the reference refuses a valid test: ") + e.what());
-  }
-}
-
-void CheckHash(Checker& c, const Layout& layout, const json& t) {
-  std::vector<int64_t> ids = t.at("ids").get<std::vector<int64_t>>();
-  try {
-    std::vector<int64_t> rows = HashSequence(layout, ids);
-    if (!IsValid(t)) {
-      c.Problem(t, "the reference accepts ids the vector marks invalid");
-      return;
-    }
-    c.Expect(t, "rows", json(NestRows(layout, rows)));
-    c.Expect(t, "intermediate", json::parse(TraceJson(TraceSequence(layout, ids)).dump()));
-  } catch (const Error& e) {
-    if (IsValid(t)) c.Problem(t, std::string("the reference refuses a valid test: ") + e.what());
-  }
-}
-
-void CheckHashState(Checker& c, const Layout& layout, size_t capacity, const json& t) {
-  std::map<std::string, HashState> seqs;
-  size_t index = 0;
-  for (const json& step : t.at("steps")) {
-    const std::string op = step.at("op");
-    const std::string where = "step " + std::to_string(index++) + " (" + op + ")";
-    if (op == "append") {
-      const std::string name = step.at("seq");
-      auto it = seqs.find(name);
-      if (it == seqs.end()) it = seqs.emplace(name, HashState(layout, capacity)).first;
-      std::vector<int64_t> rows;
-      it->second.Append(step.at("ids").get<std::vector<int64_t>>(), rows);
-      if (step.at("rows") != json(NestRows(layout, rows))) c.Problem(t, where + ": rows differ from the reference");
-      if (step.at("positionAfter") != it->second.position()) c.Problem(t, where + ": positionAfter differs");
-      if (step.at("historyAfter") != json(it->second.History())) c.Problem(t, where + ": historyAfter differs");
-    } else if (op == "rollback") {
-      HashState& s = seqs.at(step.at("seq").get<std::string>());
-      s.Rollback(step.at("k").get<size_t>());
-      if (step.at("positionAfter") != s.position()) c.Problem(t, where + ": positionAfter differs");
-      if (step.at("historyAfter") != json(s.History())) c.Problem(t, where + ": historyAfter differs");
-    } else if (op == "fork") {
-      seqs.insert_or_assign(step.at("to").get<std::string>(), seqs.at(step.at("from").get<std::string>()));
-    } else {
-      c.Problem(t, where + ": unknown op");
-    }
-  }
-}
-
 // §VEC.2 The structure shared by every suite file.
-void CheckStructure(Checker& c, const std::string& suite, const json& doc) {
+void CheckStructure(Checker& c, const SuiteDef& def, const json& doc) {
   auto problem = [&](const std::string& what) { c.problems.push_back(c.file + ": " + what); };
   for (const char* key : {"schema", "algorithm", "specVersion", "generator", "numberOfTests", "notes", "testGroups"}) {
     if (!doc.contains(key)) problem(std::string("missing top-level key '") + key + "'");
   }
-  const std::string schema = suite.rfind("hash_", 0) == 0 ? "hash.schema.json" : suite + ".schema.json";
+  const std::string& schema = def.schema;
   if (doc.value("schema", "") != schema) problem("schema is " + doc.value("schema", json()).dump() + ", expected \"" + schema + "\"");
   if (doc.value("specVersion", "") != kSpecVersion) {
     problem("specVersion " + doc.value("specVersion", json()).dump() + " is not the supported " + kSpecVersion);
@@ -184,33 +59,27 @@ void CheckStructure(Checker& c, const std::string& suite, const json& doc) {
 size_t VerifySuite(const std::string& file_name, const json& doc, std::vector<std::string>& problems) {
   Checker c{file_name, problems};
   const std::string suite = std::filesystem::path(file_name).stem().string();
-  CheckStructure(c, suite, doc);
+  const SuiteDef* def = nullptr;
+  for (const SuiteDef& s : AllSuites()) {
+    if (s.name == suite) def = &s;
+  }
+  if (def == nullptr) {
+    problems.push_back(file_name + ": no suite named '" + suite + "' is known to this tool");
+    return 0;
+  }
+  CheckStructure(c, *def, doc);
   size_t checked = 0;
   for (const json& group : doc.value("testGroups", json::array())) {
     const std::string type = group.value("type", "");
-    std::optional<Layout> layout;
-    if (type == "HashTest" || type == "HashStateTest") {
-      try {
-        layout = GroupLayout(group, group);
-        if (group.value("layers", json()) != json::parse(LayersJson(*layout).dump())) {
-          problems.push_back(file_name + ": a " + type + " group's 'layers' differ from the layout its config gives");
-        }
-      } catch (const std::exception& e) {
-        problems.push_back(file_name + ": a " + type + " group has an unusable configuration: " + e.what());
-        continue;
-      }
-    }
+    auto verifier = def->verifiers.find(type);
     for (const json& t : group.value("tests", json::array())) {
       ++checked;
+      if (verifier == def->verifiers.end()) {
+        c.Problem(t, "unknown test group type '" + type + "'");
+        continue;
+      }
       try {
-        if (type == "BoundedIntegersTest") CheckBoundedIntegers(c, t);
-        else if (type == "MultipliersTest") CheckMultipliers(c, t);
-        else if (type == "LayoutTest") CheckLayout(c, t);
-        else if (type == "HashTest") CheckHash(c, *layout, t);
-        else if (type == "HashStateTest") CheckHashState(c, *layout, group.value("rollbackCapacity", size_t{0}), t);
-        else {
-          c.Problem(t, "unknown test group type '" + type + "'");
-        }
+        verifier->second(c, group, t);
       } catch (const std::exception& e) {
         c.Problem(t, std::string("cannot be checked: ") + e.what());
       }

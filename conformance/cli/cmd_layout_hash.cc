@@ -5,7 +5,7 @@
 #include "conformance/cli/common.h"
 #include "reference/error.h"
 #include "reference/hash.h"
-#include "vectors/suite_util.h"
+#include "vectors/suite.h"
 
 namespace engram::cli {
 

@@ -1,0 +1,111 @@
+// spec/vectors.md — what every suite's generator and verifier share.
+//
+// A suite lives in vectors/suite_<name>.cc and provides a SuiteDef: how to
+// generate its document, and one verifier per test-group type. The registry
+// in generator.cc lists the suites; `engram vectors generate|verify` and the
+// conformance tools only go through it.
+#ifndef ENGRAM_VECTORS_SUITE_H_
+#define ENGRAM_VECTORS_SUITE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "reference/hash.h"
+#include "reference/layout.h"
+#include "vectors/generator.h"
+
+namespace engram::vectors {
+
+using json = nlohmann::json;
+
+// Deterministic inputs: a counter-based generator (SplitMix64) so that the
+// choice of random-looking test inputs never depends on the platform.
+class InputRng {
+ public:
+  explicit InputRng(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform-enough in [0, n) for test-input purposes (n >= 1).
+  int64_t Below(int64_t n) { return static_cast<int64_t>(Next() % static_cast<uint64_t>(n)); }
+
+ private:
+  uint64_t state_;
+};
+
+// §VEC.2-§VEC.3 A suite under construction: keeps tcIds consecutive over the
+// whole file and refuses flags that have no note.
+class SuiteBuilder {
+ public:
+  SuiteBuilder(std::string suite, std::string schema, std::string algorithm);
+  void Header(const std::string& line);
+  void Note(const std::string& flag, const std::string& bug_type, const std::string& description,
+            const std::string& spec_ref);
+  // Starts a group; returns its index for Test().
+  size_t Group(ojson group);
+  // Adds a test: tcId, comment, flags, specRef first, then the test's own fields.
+  void Test(size_t group, const std::string& comment, const std::vector<std::string>& flags,
+            const std::vector<std::string>& spec_refs, const ojson& fields);
+  ojson Finish();
+
+ private:
+  std::string suite_;
+  ojson doc_;
+  int count_ = 0;
+};
+
+// §VEC.10 Collects problems, each naming the file, the tcId and the field.
+struct Checker {
+  std::string file;
+  std::vector<std::string>& problems;
+
+  void Problem(const json& test, const std::string& what);
+  // Compares one expected field with the recomputed value.
+  void Expect(const json& test, const std::string& field, const json& actual);
+};
+
+bool IsValid(const json& test);
+
+// Checks one test of a group: (checker, group, test).
+using TestVerifier = std::function<void(Checker&, const json&, const json&)>;
+
+struct SuiteDef {
+  std::string name;                               // file v1/<name>.json
+  std::string schema;                             // its schema file name
+  std::function<ojson()> generate;                // builds the document
+  std::map<std::string, TestVerifier> verifiers;  // group "type" -> verifier
+};
+
+// The suites (each defined in its suite_<name>.cc).
+SuiteDef MultipliersSuite();
+SuiteDef LayoutSuite();
+SuiteDef HashV41Suite();
+SuiteDef HashDemoSuite();
+
+// The registry, in generation order.
+const std::vector<SuiteDef>& AllSuites();
+
+// Configurations used by several suites.
+ojson V41ConfigJson();   // the DeepSeek-V4.1-Flash inference config.json keys
+ojson DemoConfigJson();  // the engram_demo_v1.py defaults
+// A v4.1 config whose engram_num_embeddings is filled in from its own layout.
+ojson SmallV41Config(std::vector<int64_t> layer_ids, int64_t base, int max_ngram, int heads, int64_t v);
+// The layout a test group's "config", "profile", "compressedVocabSize", "compressedPad" give.
+Layout GroupLayout(const json& group);
+
+// §VEC.6 [{"layerId", "multipliers", "primes", "offsets", "numEmbeddings"}].
+ojson LayersJson(const Layout& layout);
+// §HASH.8 one {"window", "blocked", "tokens", "mixes", "residues"} per position.
+ojson TraceJson(const std::vector<PositionTrace>& traces);
+
+}  // namespace engram::vectors
+
+#endif  // ENGRAM_VECTORS_SUITE_H_

@@ -1,0 +1,327 @@
+// spec/hash.md — suites `hash_v41` and `hash_demo` (§VEC.7): generator and verifier.
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "reference/config.h"
+#include "reference/error.h"
+#include "reference/hash.h"
+#include "reference/layout.h"
+#include "reference/random.h"
+#include "vectors/suite.h"
+
+namespace engram::vectors {
+namespace {
+
+// ---------------------------------------------------------------------------
+// hash_v41 / hash_demo (§HASH)
+
+struct HashGroup {
+  ojson config;
+  std::string profile;
+  int64_t v;
+  int64_t pad;
+  std::string comment;
+};
+
+Layout LayoutOf(const HashGroup& hg) {
+  EngramConfig cfg = ParseConfig(nlohmann::json::parse(hg.config.dump()), "config", ParseProfile(hg.profile));
+  return BuildLayout(cfg, hg.v, hg.pad);
+}
+
+// The state tests need to roll back at most this many ids (§HASH.6).
+constexpr size_t kStateRollbackCapacity = 16;
+
+// Runs a HashStateTest's steps, filling in each append's expected rows.
+ojson RunSteps(const Layout& layout, ojson steps) {
+  std::map<std::string, HashState> seqs;
+  for (ojson& step : steps) {
+    const std::string op = step["op"];
+    if (op == "append") {
+      const std::string name = step["seq"];
+      auto it = seqs.find(name);
+      if (it == seqs.end()) it = seqs.emplace(name, HashState(layout, kStateRollbackCapacity)).first;
+      std::vector<int64_t> ids = step["ids"].get<std::vector<int64_t>>();
+      std::vector<int64_t> rows;
+      it->second.Append(ids, rows);
+      step["rows"] = NestRows(layout, rows);
+      step["positionAfter"] = it->second.position();
+      step["historyAfter"] = it->second.History();
+    } else if (op == "rollback") {
+      HashState& s = seqs.at(step["seq"].get<std::string>());
+      s.Rollback(step["k"].get<size_t>());
+      step["positionAfter"] = s.position();
+      step["historyAfter"] = s.History();
+    } else if (op == "fork") {
+      seqs.insert_or_assign(step["to"].get<std::string>(), seqs.at(step["from"].get<std::string>()));
+    }
+  }
+  return steps;
+}
+
+ojson GenerateHash(bool v41) {
+  const std::string suite = v41 ? "hash_v41" : "hash_demo";
+  SuiteBuilder b(suite, "hash.schema.json", "ENGRAM-HASH");
+  b.Header("N-gram hashing: compressed ids -> row ids rows[position][layer][column], column = (n-2)*heads + head,");
+  b.Header("offsets added. Intermediate values per position: the look-back window as read, the blocked flags,");
+  b.Header("the tokens after blocking/padding, the rolling mixes per layer and order, the residues per column.");
+  b.Note("SequenceStart", "BASIC", "Positions before the start read the compressed pad id.", "§HASH.2");
+  b.Note("BucketCollision", "BASIC",
+         "Two different n-grams land in the same row of some column: collisions are part of the design.", "§HASH.4");
+  b.Note("MaxId", "EDGE_CASE", "Ids at V - 1: the largest products, still below 2^63.", "§HASH.7");
+  b.Note("ChunkedPrefill", "BASIC",
+         "The sequence arrives in chunks; a port that loses history at a chunk boundary fails.", "§HASH.5");
+  b.Note("Decode", "BASIC", "Token-by-token decode after a prefill.", "§HASH.5");
+  b.Note("Rollback", "BASIC",
+         "Speculative decoding: drafted ids are rolled back; a port that keeps the previous step's ids fails.",
+         "§HASH.6");
+  b.Note("Fork", "BASIC", "Two sequences share a prefix and continue independently.", "§HASH.6");
+  b.Note("OutOfRangeId", "INVALID_INPUT", "A compressed id >= V must be refused.", "§HASH.1");
+  if (v41) {
+    b.Note("DeadSpan", "BASIC",
+           "A DEAD (-1, masked) span stops the look-back; its effect ends max_ngram - 1 positions later.", "§HASH.2");
+    b.Note("DeadCurrent", "EDGE_CASE", "The current token is DEAD: every slot is blocked, the window is all pad.",
+           "§HASH.2");
+    b.Note("NoDeadBlocking", "KNOWN_DIVERGENCE",
+           "Ports that hash DEAD as an ordinary id, or pad only the DEAD slot without blocking older slots, "
+           "differ on this test.",
+           "§HASH.2");
+    b.Note("NegativeIdRefused", "INVALID_INPUT", "v4.1 has no negative ids other than DEAD (-1): refuse -2.", "§HASH.1");
+  } else {
+    b.Note("NegativeIdPassThrough", "BASIC",
+           "demo-v1 hashes negative ids as they are (the demo copies them through compression).", "§HASH.1");
+    b.Note("FloorMod", "KNOWN_DIVERGENCE",
+           "Negative mixes reduce with floor-mod into [0, p); a C-style truncated % gives a negative residue.",
+           "§HASH.4");
+    b.Note("ProductWrap", "EDGE_CASE",
+           "A large negative id whose product with a multiplier wraps around int64, as numpy does.", "§HASH.3");
+  }
+
+  std::vector<HashGroup> groups;
+  if (v41) {
+    groups.push_back({V41ConfigJson(), "v4.1", 99092, 2, "DeepSeek-V4.1-Flash layout, V = 99092, pad 2"});
+    groups.push_back({SmallV41Config({0, 3}, 5, 4, 2, 12), "v4.1", 12, 1,
+                      "tiny layout (base 5, two heads, V = 12, pad 1) so that buckets collide"});
+  } else {
+    ojson demo = DemoConfigJson();
+    groups.push_back({demo, "demo-v1", 129280, 2, "engram_demo_v1.py defaults, V = 129280, pad 2"});
+    ojson tiny = DemoConfigJson();
+    tiny["engram_vocab_size"] = {7, 11};
+    tiny["n_head_per_ngram"] = 2;
+    tiny["n_embed_per_ngram"] = 4;
+    tiny["layer_ids"] = {0, 3};
+    tiny["seed"] = 5;
+    groups.push_back({tiny, "demo-v1", 12, 1, "tiny layout (bases 7, 11, two heads, V = 12, seed 5, pad 1)"});
+  }
+
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const HashGroup& hg = groups[gi];
+    const Layout layout = LayoutOf(hg);
+    const int64_t v = hg.v;
+    const int w = layout.max_ngram;
+    ojson params = {{"type", "HashTest"},           {"comment", hg.comment},
+                    {"profile", hg.profile},        {"config", hg.config},
+                    {"compressedVocabSize", hg.v},  {"compressedPad", hg.pad},
+                    {"layers", LayersJson(layout)}};
+    size_t g = b.Group(params);
+    InputRng rng(0x48415348 + gi + (v41 ? 100 : 0));
+    auto random_ids = [&](size_t n) {
+      std::vector<int64_t> ids(n);
+      for (int64_t& id : ids) id = rng.Below(v);
+      return ids;
+    };
+    auto add = [&](const std::vector<int64_t>& ids, const std::string& comment, std::vector<std::string> flags,
+                   std::vector<std::string> refs) {
+      ojson fields = {{"ids", ids}};
+      try {
+        std::vector<PositionTrace> traces = TraceSequence(layout, ids);
+        fields["result"] = "valid";
+        fields["rows"] = ojson(NestRows(layout, HashSequence(layout, ids)));
+        fields["intermediate"] = TraceJson(traces);
+      } catch (const Error& e) {
+        fields["result"] = "invalid";
+        fields["error"] = e.what();
+      }
+      b.Test(g, comment, flags, refs, fields);
+    };
+    add({}, "empty sequence: no rows", {}, {"§HASH.4"});
+    add(random_ids(1), "one token: every look-back slot reads pad", {"SequenceStart"}, {"§HASH.2", "§HASH.4"});
+    add(random_ids(static_cast<size_t>(w) + 3), "sequence start, then full windows", {"SequenceStart"},
+        {"§HASH.2", "§HASH.3", "§HASH.4"});
+    add(std::vector<int64_t>(static_cast<size_t>(w) + 1, v - 1), "every id is V - 1", {"MaxId"},
+        {"§HASH.3", "§HASH.7"});
+    add(std::vector<int64_t>(3, hg.pad), "ids equal to pad: indistinguishable from the start padding",
+        {"SequenceStart"}, {"§HASH.2"});
+    if (v41) {
+      // DEAD spans of every length 1 .. w+1 in the middle of a sequence.
+      for (int len = 1; len <= w + 1; ++len) {
+        std::vector<int64_t> ids = random_ids(static_cast<size_t>(len + 2 * w));
+        for (int k = 0; k < len; ++k) ids[static_cast<size_t>(w + k)] = kDead;
+        add(ids, "DEAD span of length " + std::to_string(len) + " at position " + std::to_string(w),
+            {"DeadSpan", "DeadCurrent", "NoDeadBlocking"}, {"§HASH.1", "§HASH.2"});
+      }
+      std::vector<int64_t> first_dead = random_ids(static_cast<size_t>(w) + 2);
+      first_dead[0] = kDead;
+      add(first_dead, "the first token is DEAD", {"DeadCurrent", "DeadSpan", "NoDeadBlocking", "SequenceStart"},
+          {"§HASH.2"});
+      add(std::vector<int64_t>(4, kDead), "every token DEAD: all-pad windows", {"DeadCurrent", "DeadSpan"},
+          {"§HASH.2"});
+      std::vector<int64_t> alternating = random_ids(static_cast<size_t>(3 * w));
+      for (size_t t = 1; t < alternating.size(); t += 2) alternating[t] = kDead;
+      add(alternating, "DEAD every other position: no n-gram ever spans two live ids",
+          {"DeadSpan", "DeadCurrent", "NoDeadBlocking"}, {"§HASH.2"});
+      add({1, 2, -2, 3}, "-2 is not a valid v4.1 compressed id", {"NegativeIdRefused"}, {"§HASH.1"});
+    } else {
+      add({-1, -2, 5, -3, 7}, "negative ids are hashed as they are", {"NegativeIdPassThrough", "FloorMod"},
+          {"§HASH.1", "§HASH.4"});
+      add({-(int64_t{1} << 62), 3, -(int64_t{1} << 62) - 12345, 4}, "large negative ids: products wrap around int64",
+          {"NegativeIdPassThrough", "FloorMod", "ProductWrap"}, {"§HASH.1", "§HASH.3", "§HASH.4"});
+      add({std::numeric_limits<int64_t>::min(), -1, 0}, "INT64_MIN", {"NegativeIdPassThrough", "FloorMod", "ProductWrap"},
+          {"§HASH.1", "§HASH.3", "§HASH.4"});
+    }
+    add({0, v, 1}, "V is not a compressed id", {"OutOfRangeId"}, {"§HASH.1"});
+    for (int i = 0; i < 4; ++i) add(random_ids(24), "random sequence", {}, {"§HASH.2", "§HASH.3", "§HASH.4"});
+
+    // Bucket collisions: search deterministic random pairs of windows until two
+    // different full windows share a row in the same column of layer 0.
+    {
+      std::map<std::pair<int, int64_t>, std::vector<int64_t>> seen_rows;
+      bool found = false;
+      for (int attempt = 0; attempt < 200000 && !found; ++attempt) {
+        std::vector<int64_t> ids = random_ids(static_cast<size_t>(w));
+        std::vector<int64_t> rows = HashSequence(layout, ids);
+        const size_t last = static_cast<size_t>(w - 1) * layout.layers.size() * static_cast<size_t>(layout.columns());
+        const int col = layout.columns() - 1;  // the highest order, last head
+        auto key = std::make_pair(col, rows[last + static_cast<size_t>(col)]);
+        auto it = seen_rows.find(key);
+        if (it != seen_rows.end() && it->second != ids) {
+          std::vector<int64_t> both = it->second;
+          both.insert(both.end(), ids.begin(), ids.end());
+          add(both, "two different " + std::to_string(w) + "-grams (positions " + std::to_string(w - 1) + " and " +
+                        std::to_string(2 * w - 1) + ") share row " + std::to_string(key.second) + " of column " +
+                        std::to_string(col) + " in the first layer",
+              {"BucketCollision"}, {"§HASH.4"});
+          found = true;
+        }
+        seen_rows.emplace(key, ids);
+      }
+      if (!found) throw Error("generator: no bucket collision found for " + hg.comment);
+    }
+
+    // HashStateTest: chunked prefill, decode, rollback, fork.
+    ojson sparams = params;
+    sparams["type"] = "HashStateTest";
+    sparams["rollbackCapacity"] = kStateRollbackCapacity;
+    size_t sg = b.Group(sparams);
+    auto add_steps = [&](ojson steps, const std::string& comment, std::vector<std::string> flags) {
+      ojson fields;
+      fields["result"] = "valid";
+      fields["steps"] = RunSteps(layout, std::move(steps));
+      b.Test(sg, comment, flags, {"§HASH.5", "§HASH.6"}, fields);
+    };
+    auto append = [](const std::string& seq, const std::vector<int64_t>& ids) {
+      return ojson{{"op", "append"}, {"seq", seq}, {"ids", ids}};
+    };
+    std::vector<int64_t> seq = random_ids(20);
+    if (v41) {
+      seq[6] = kDead;
+      seq[7] = kDead;
+    } else {
+      seq[6] = -3;
+    }
+    auto part = [&](size_t from, size_t to) { return std::vector<int64_t>(seq.begin() + static_cast<std::ptrdiff_t>(from), seq.begin() + static_cast<std::ptrdiff_t>(to)); };
+    add_steps({append("a", part(0, 20))}, "one-shot prefill (the reference for the chunked tests below)", {});
+    add_steps({append("a", part(0, 1)), append("a", part(1, 3)), append("a", part(3, 7)), append("a", part(7, 8)),
+               append("a", part(8, 20))},
+              "chunks of 1, 2, 4, 1, 12: each chunk boundary falls inside some window", {"ChunkedPrefill"});
+    {
+      ojson steps = {append("a", part(0, 5))};
+      for (size_t t = 5; t < 20; ++t) steps.push_back(append("a", part(t, t + 1)));
+      add_steps(steps, "prefill 5, then decode one token at a time", {"ChunkedPrefill", "Decode"});
+    }
+    add_steps({append("a", part(0, 3)), append("a", {}), append("a", part(3, 20))}, "an empty chunk changes nothing",
+              {"ChunkedPrefill"});
+    {
+      std::vector<int64_t> draft = random_ids(4);
+      add_steps({append("a", part(0, 10)), append("a", draft), {{"op", "rollback"}, {"seq", "a"}, {"k", 4}},
+                 append("a", part(10, 20))},
+                "speculative draft of 4 rolled back, then the accepted continuation", {"Rollback"});
+      add_steps({append("a", part(0, 10)), append("a", draft), {{"op", "rollback"}, {"seq", "a"}, {"k", 2}},
+                 append("a", part(12, 20))},
+                "draft of 4, 2 accepted (rollback 2); the accepted ids differ from the real continuation", {"Rollback"});
+      add_steps({append("a", part(0, 2)), {{"op", "rollback"}, {"seq", "a"}, {"k", 2}}, append("a", part(0, 5))},
+                "rollback to the very start", {"Rollback", "SequenceStart"});
+    }
+    {
+      std::vector<int64_t> other = random_ids(6);
+      add_steps({append("a", part(0, 9)), {{"op", "fork"}, {"from", "a"}, {"to", "b"}}, append("b", other),
+                 append("a", part(9, 20))},
+                "fork after 9 ids: b continues differently, a is unaffected", {"Fork"});
+      add_steps({append("a", part(0, 9)), {{"op", "fork"}, {"from", "a"}, {"to", "b"}},
+                 {{"op", "rollback"}, {"seq", "b"}, {"k", 3}}, append("b", other), append("a", part(9, 12))},
+                "fork, roll the fork back by 3, continue both", {"Fork", "Rollback"});
+    }
+  }
+  return b.Finish();
+}
+
+void CheckHash(Checker& c, const Layout& layout, const json& t) {
+  std::vector<int64_t> ids = t.at("ids").get<std::vector<int64_t>>();
+  try {
+    std::vector<int64_t> rows = HashSequence(layout, ids);
+    if (!IsValid(t)) {
+      c.Problem(t, "the reference accepts ids the vector marks invalid");
+      return;
+    }
+    c.Expect(t, "rows", json(NestRows(layout, rows)));
+    c.Expect(t, "intermediate", json::parse(TraceJson(TraceSequence(layout, ids)).dump()));
+  } catch (const Error& e) {
+    if (IsValid(t)) c.Problem(t, std::string("the reference refuses a valid test: ") + e.what());
+  }
+}
+
+void CheckHashState(Checker& c, const Layout& layout, size_t capacity, const json& t) {
+  std::map<std::string, HashState> seqs;
+  size_t index = 0;
+  for (const json& step : t.at("steps")) {
+    const std::string op = step.at("op");
+    const std::string where = "step " + std::to_string(index++) + " (" + op + ")";
+    if (op == "append") {
+      const std::string name = step.at("seq");
+      auto it = seqs.find(name);
+      if (it == seqs.end()) it = seqs.emplace(name, HashState(layout, capacity)).first;
+      std::vector<int64_t> rows;
+      it->second.Append(step.at("ids").get<std::vector<int64_t>>(), rows);
+      if (step.at("rows") != json(NestRows(layout, rows))) c.Problem(t, where + ": rows differ from the reference");
+      if (step.at("positionAfter") != it->second.position()) c.Problem(t, where + ": positionAfter differs");
+      if (step.at("historyAfter") != json(it->second.History())) c.Problem(t, where + ": historyAfter differs");
+    } else if (op == "rollback") {
+      HashState& s = seqs.at(step.at("seq").get<std::string>());
+      s.Rollback(step.at("k").get<size_t>());
+      if (step.at("positionAfter") != s.position()) c.Problem(t, where + ": positionAfter differs");
+      if (step.at("historyAfter") != json(s.History())) c.Problem(t, where + ": historyAfter differs");
+    } else if (op == "fork") {
+      seqs.insert_or_assign(step.at("to").get<std::string>(), seqs.at(step.at("from").get<std::string>()));
+    } else {
+      c.Problem(t, where + ": unknown op");
+    }
+  }
+}
+
+}  // namespace
+
+namespace {
+
+std::map<std::string, TestVerifier> HashVerifiers() {
+  return {{"HashTest", [](Checker& c, const json& g, const json& t) { CheckHash(c, GroupLayout(g), t); }},
+          {"HashStateTest", [](Checker& c, const json& g, const json& t) {
+             CheckHashState(c, GroupLayout(g), g.value("rollbackCapacity", size_t{0}), t);
+           }}};
+}
+
+}  // namespace
+
+SuiteDef HashV41Suite() { return {"hash_v41", "hash.schema.json", [] { return GenerateHash(true); }, HashVerifiers()}; }
+SuiteDef HashDemoSuite() { return {"hash_demo", "hash.schema.json", [] { return GenerateHash(false); }, HashVerifiers()}; }
+
+}  // namespace engram::vectors

@@ -1,0 +1,175 @@
+// spec/random.md — suite `multipliers` (§VEC.5): generator and verifier.
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "reference/config.h"
+#include "reference/error.h"
+#include "reference/hash.h"
+#include "reference/layout.h"
+#include "reference/random.h"
+#include "vectors/suite.h"
+
+namespace engram::vectors {
+namespace {
+
+// ---------------------------------------------------------------------------
+// multipliers (§RNG)
+
+ojson PoolJson(uint64_t seed) {
+  SeedSequence seq(seed);
+  return {{"pool", seq.pool()}, {"generateState", seq.GenerateState64(4)}};
+}
+
+ojson GenerateMultipliers() {
+  SuiteBuilder b("multipliers", "multipliers.schema.json", "ENGRAM-MULTIPLIERS");
+  b.Header("Hash multipliers as numpy draws them: SeedSequence -> PCG64 -> Generator.integers(dtype=int64).");
+  b.Header("BoundedIntegersTest exercises every path of numpy's bounded-integer sampler directly;");
+  b.Header("MultipliersTest derives the per-layer multipliers m = 2 * integers(0, bound, max_ngram) + 1.");
+  b.Note("ConstantPath", "EDGE_CASE", "rng = high - low - 1 = 0: numpy returns low without drawing.", "§RNG.3");
+  b.Note("Lemire32Path", "BASIC",
+         "rng < 2^32 - 1: Lemire's method on 32-bit halves of 64-bit draws, low half first.", "§RNG.3");
+  b.Note("Masked32Path", "EDGE_CASE", "rng = 2^32 - 1: a buffered 32-bit draw is used as is.", "§RNG.3");
+  b.Note("Raw64Path", "EDGE_CASE", "rng = 2^64 - 1: a raw 64-bit draw is used as is.", "§RNG.3");
+  b.Note("Lemire64Path", "BASIC", "Otherwise: Lemire's method with a 128-bit product.", "§RNG.3");
+  b.Note("HighRejection", "EDGE_CASE",
+         "A range just above a power of two, where Lemire's method rejects often; ports that skip the "
+         "rejection loop (or use modulo) drift here.",
+         "§RNG.3");
+  b.Note("PublishedV41", "BASIC",
+         "The widely published DeepSeek-V4.1-Flash multipliers (V = 99092, seed 0, layers 1 and 14).", "§RNG.4");
+  b.Note("Int32Multipliers", "KNOWN_DIVERGENCE",
+         "Ports that draw or store multipliers as int32 (MaxText) cannot produce these values; "
+         "their tables are self-consistent but not compatible.",
+         "§RNG.4");
+  b.Note("BoundOne", "EDGE_CASE", "V so large that bound = max(1, ...) = 1: every multiplier is 1.", "§RNG.4");
+  b.Note("InvalidVocab", "INVALID_INPUT", "V < 1 has no multiplier bound: implementations must refuse it.", "§RNG.4");
+
+  // BoundedIntegersTest: (low, high) pairs chosen per path.
+  struct Range {
+    int64_t low;
+    uint128_t high;  // exclusive, may be 2^63
+    std::vector<std::string> flags;
+    std::string comment;
+  };
+  const uint128_t two63 = static_cast<uint128_t>(1) << 63;
+  const std::vector<Range> ranges = {
+      {5, 6, {"ConstantPath"}, "one value: no draw"},
+      {-7, static_cast<uint128_t>(int64_t{-6}), {"ConstantPath"}, "one negative value"},
+      {0, 10, {"Lemire32Path"}, "small range"},
+      {-50, 50, {"Lemire32Path"}, "range across zero"},
+      {0, (int64_t{1} << 31) + 1, {"Lemire32Path", "HighRejection"}, "2^31 + 1 values: many rejections"},
+      {0, (int64_t{1} << 32) - 1, {"Lemire32Path"}, "2^32 - 1 values: the largest 32-bit Lemire range"},
+      {0, int64_t{1} << 32, {"Masked32Path"}, "exactly 2^32 values"},
+      {-(int64_t{1} << 31), int64_t{1} << 31, {"Masked32Path"}, "2^32 values centred on zero"},
+      {0, (int64_t{1} << 32) + 1, {"Lemire64Path"}, "2^32 + 1 values: the smallest 64-bit Lemire range"},
+      {0, 46539438283891, {"Lemire64Path"}, "the V4.1 multiplier bound"},
+      {0, (int64_t{1} << 62) + 1, {"Lemire64Path", "HighRejection"}, "2^62 + 1 values: many rejections"},
+      {-(int64_t{1} << 62), int64_t{1} << 62, {"Lemire64Path"}, "2^63 values centred on zero"},
+      {0, two63, {"Lemire64Path"}, "high = 2^63, the int64 limit"},
+      {std::numeric_limits<int64_t>::min(), two63, {"Raw64Path"}, "the whole int64 range"},
+  };
+  const std::vector<uint64_t> seeds = {0, 1, 42, 10007, 140098, 4294967301ULL, 9223372036854775807ULL};
+  size_t g = b.Group({{"type", "BoundedIntegersTest"}, {"dtype", "int64"}, {"endpoint", false}});
+  for (const Range& r : ranges) {
+    for (size_t si = 0; si < seeds.size(); si += (r.flags[0] == "ConstantPath" ? 3 : 2)) {
+      uint64_t seed = seeds[si];
+      Pcg64 gen{SeedSequence(seed)};
+      const size_t count = 6;
+      std::vector<int64_t> values = IntegersWide(gen, r.low, r.high, count);
+      uint64_t rng = static_cast<uint64_t>(r.high - 1 - static_cast<uint128_t>(r.low));
+      ojson high = r.high == two63 ? ojson(static_cast<uint64_t>(two63)) : ojson(static_cast<int64_t>(r.high));
+      ojson intermediate = PoolJson(seed);
+      intermediate["rng"] = rng;
+      intermediate["path"] = std::string(BoundedPathName(BoundedPathFor(rng)));
+      b.Test(g, r.comment + ", seed " + std::to_string(seed), r.flags, {"§RNG.1", "§RNG.2", "§RNG.3"},
+             {{"seed", seed}, {"low", r.low}, {"high", high}, {"count", count}, {"result", "valid"},
+              {"intermediate", intermediate}, {"values", values}});
+    }
+  }
+
+  // MultipliersTest
+  g = b.Group({{"type", "MultipliersTest"}});
+  auto add_multipliers = [&](int64_t seed, int64_t layer_id, int64_t v, int max_ngram, std::vector<std::string> flags,
+                             const std::string& comment) {
+    const int64_t bound = MultiplierBound(v);
+    const uint64_t rng = static_cast<uint64_t>(bound - 1);
+    flags.insert(flags.begin(), BoundedPathFor(rng) == BoundedPath::kConstant   ? "ConstantPath"
+                                : BoundedPathFor(rng) == BoundedPath::kLemire32 ? "Lemire32Path"
+                                                                                 : "Lemire64Path");
+    ojson intermediate = {{"layerSeed", LayerSeed(seed, layer_id)},
+                          {"bound", bound},
+                          {"path", std::string(BoundedPathName(BoundedPathFor(rng)))}};
+    b.Test(g, comment, flags, {"§RNG.4"},
+           {{"seed", seed}, {"layerId", layer_id}, {"compressedVocabSize", v}, {"maxNgram", max_ngram},
+            {"result", "valid"}, {"intermediate", intermediate},
+            {"multipliers", LayerMultipliers(seed, layer_id, v, max_ngram)}});
+  };
+  add_multipliers(0, 1, 99092, 4, {"PublishedV41", "Int32Multipliers"}, "DeepSeek-V4.1-Flash layer 1");
+  add_multipliers(0, 14, 99092, 4, {"PublishedV41", "Int32Multipliers"}, "DeepSeek-V4.1-Flash layer 14");
+  add_multipliers(0, 1, 129280, 3, {"Int32Multipliers"}, "demo-v1 layer 1, V = 129280");
+  add_multipliers(0, 15, 129280, 3, {"Int32Multipliers"}, "demo-v1 layer 15, V = 129280");
+  add_multipliers(0, 0, 1, 4, {}, "V = 1, layer 0: the largest bound");
+  add_multipliers(0, 3, 2, 2, {}, "V = 2");
+  add_multipliers(7, 2, 1000, 5, {}, "seed 7");
+  add_multipliers(123456789, 40, 50000, 6, {}, "large seed, six slots");
+  add_multipliers(0, 1, int64_t{1} << 30, 4, {}, "V = 2^30: bound 2^32 - 1 (largest 32-bit Lemire bound)");
+  add_multipliers(0, 1, (int64_t{1} << 30) - 1, 4, {}, "V = 2^30 - 1: bound just above 2^32");
+  add_multipliers(0, 2, int64_t{1} << 40, 3, {}, "V = 2^40: small 32-bit bound");
+  add_multipliers(0, 1, std::numeric_limits<int64_t>::max() / 2, 4, {"BoundOne"}, "V = (2^63-1)/2: bound 1");
+  add_multipliers(5, 9, std::numeric_limits<int64_t>::max(), 3, {"BoundOne"}, "V = 2^63 - 1: bound 1");
+  InputRng rng(0x4D554C54);
+  for (int i = 0; i < 24; ++i) {
+    int64_t v = 1 + rng.Below(int64_t{1} << (1 + rng.Below(40)));
+    add_multipliers(rng.Below(1000), rng.Below(64), v, 2 + static_cast<int>(rng.Below(5)), {}, "random case");
+  }
+  b.Test(g, "V = 0 must be refused", {"InvalidVocab"}, {"§RNG.4"},
+         {{"seed", 0}, {"layerId", 1}, {"compressedVocabSize", 0}, {"maxNgram", 4}, {"result", "invalid"}});
+  return b.Finish();
+}
+
+void CheckBoundedIntegers(Checker& c, const json& t) {
+  const uint64_t seed = t.at("seed").get<uint64_t>();
+  const int64_t low = t.at("low").get<int64_t>();
+  const json& hj = t.at("high");
+  const uint128_t high = hj.is_number_unsigned() ? static_cast<uint128_t>(hj.get<uint64_t>())
+                                                 : static_cast<uint128_t>(hj.get<int64_t>());
+  Pcg64 gen{SeedSequence(seed)};
+  std::vector<int64_t> values = IntegersWide(gen, low, high, t.at("count").get<size_t>());
+  c.Expect(t, "values", values);
+  SeedSequence seq(seed);
+  const json& in = t.at("intermediate");
+  if (in.at("pool") != json(seq.pool())) c.Problem(t, "intermediate.pool differs from the reference");
+  if (in.at("generateState") != json(seq.GenerateState64(4))) c.Problem(t, "intermediate.generateState differs");
+  uint64_t rng = static_cast<uint64_t>(high - 1 - static_cast<uint128_t>(low));
+  if (in.at("path") != std::string(BoundedPathName(BoundedPathFor(rng)))) c.Problem(t, "intermediate.path differs");
+}
+
+void CheckMultipliers(Checker& c, const json& t) {
+  const int64_t seed = t.at("seed").get<int64_t>();
+  const int64_t layer = t.at("layerId").get<int64_t>();
+  const int64_t v = t.at("compressedVocabSize").get<int64_t>();
+  const int n = t.at("maxNgram").get<int>();
+  if (!IsValid(t)) {
+    try {
+      LayerMultipliers(seed, layer, v, n);
+      c.Problem(t, "the reference accepts an input the vector marks invalid");
+    } catch (const Error&) {
+    }
+    return;
+  }
+  c.Expect(t, "multipliers", LayerMultipliers(seed, layer, v, n));
+  const json& in = t.at("intermediate");
+  if (in.at("bound") != MultiplierBound(v)) c.Problem(t, "intermediate.bound differs");
+  if (in.at("layerSeed") != LayerSeed(seed, layer)) c.Problem(t, "intermediate.layerSeed differs");
+}
+
+}  // namespace
+
+SuiteDef MultipliersSuite() {
+  return {"multipliers", "multipliers.schema.json", GenerateMultipliers,
+          {{"BoundedIntegersTest", [](Checker& c, const json&, const json& t) { CheckBoundedIntegers(c, t); }},
+           {"MultipliersTest", [](Checker& c, const json&, const json& t) { CheckMultipliers(c, t); }}}};
+}
+
+}  // namespace engram::vectors
