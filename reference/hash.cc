@@ -241,6 +241,124 @@ std::vector<int64_t> HashState::History() const {
   return std::vector<int64_t>(recent_.end() - static_cast<std::ptrdiff_t>(n), recent_.end());
 }
 
+HashHistory HashState::Export() const {
+  return HashHistory{position_, History(), LayoutFingerprint(*layout_)};
+}
+
+HashState HashState::Import(const Layout& layout, const HashHistory& history, size_t rollback_capacity) {
+  // §HASH.9 A history from another layout would silently hash differently.
+  const std::string expected = LayoutFingerprint(layout);
+  if (!history.layout_fingerprint.empty() && history.layout_fingerprint != expected) {
+    throw Error("history: layoutFingerprint " + history.layout_fingerprint + " is not this layout's " + expected);
+  }
+  if (history.position < 0) throw Error("history: position must be >= 0, got " + std::to_string(history.position));
+  const size_t want = static_cast<size_t>(std::min<int64_t>(history.position, layout.max_ngram - 1));
+  if (history.ids.size() != want) {
+    throw Error("history: position " + std::to_string(history.position) + " needs " + std::to_string(want) +
+                " ids (min(position, max_ngram - 1)), got " + std::to_string(history.ids.size()));
+  }
+  CheckCompressedIds(layout, history.ids);
+  HashState state(layout, rollback_capacity);
+  state.position_ = history.position;
+  state.recent_ = history.ids;
+  return state;
+}
+
+namespace {
+
+constexpr char kHistoryMagic[8] = {'E', 'N', 'G', 'R', 'A', 'M', 'H', 'S'};
+constexpr uint32_t kHistoryVersion = 1;
+
+void PutLe(std::string& out, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+
+uint64_t GetLe(std::string_view in, size_t at, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(in[at + static_cast<size_t>(i)])) << (8 * i);
+  return v;
+}
+
+std::string HexToBytes(const std::string& hex, std::string_view what) {
+  if (hex.size() != 64) throw Error(std::string(what) + ": layoutFingerprint must be 64 hex digits, got '" + hex + "'");
+  std::string out;
+  for (size_t i = 0; i < 64; i += 2) {
+    auto nibble = [&](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      throw Error(std::string(what) + ": layoutFingerprint '" + hex + "' is not lower-case hex");
+    };
+    out.push_back(static_cast<char>(nibble(hex[i]) * 16 + nibble(hex[i + 1])));
+  }
+  return out;
+}
+
+}  // namespace
+
+// §HASH.9 Binary form: "ENGRAMHS", u32 version, 32-byte fingerprint,
+// i64 position, u32 count, count x i64 ids; all little-endian.
+std::string EncodeHistoryBinary(const HashHistory& history) {
+  std::string out(kHistoryMagic, sizeof(kHistoryMagic));
+  PutLe(out, kHistoryVersion, 4);
+  out += HexToBytes(history.layout_fingerprint, "history");
+  PutLe(out, static_cast<uint64_t>(history.position), 8);
+  PutLe(out, history.ids.size(), 4);
+  for (int64_t id : history.ids) PutLe(out, static_cast<uint64_t>(id), 8);
+  return out;
+}
+
+HashHistory DecodeHistoryBinary(std::string_view bytes, std::string_view source) {
+  const std::string where(source);
+  if (bytes.size() < 56) throw Error(where + ": a binary history has at least 56 bytes, got " + std::to_string(bytes.size()));
+  if (bytes.substr(0, 8) != std::string_view(kHistoryMagic, 8)) throw Error(where + ": not a hash history (magic is not ENGRAMHS)");
+  const uint64_t version = GetLe(bytes, 8, 4);
+  if (version != kHistoryVersion) throw Error(where + ": history format version " + std::to_string(version) + " is not supported (expected 1)");
+  HashHistory h;
+  static const char* kHex = "0123456789abcdef";
+  for (size_t i = 12; i < 44; ++i) {
+    const unsigned char b = static_cast<unsigned char>(bytes[i]);
+    h.layout_fingerprint.push_back(kHex[b >> 4]);
+    h.layout_fingerprint.push_back(kHex[b & 15]);
+  }
+  h.position = static_cast<int64_t>(GetLe(bytes, 44, 8));
+  const uint64_t count = GetLe(bytes, 52, 4);
+  if (bytes.size() != 56 + 8 * count) {
+    throw Error(where + ": " + std::to_string(count) + " ids need " + std::to_string(56 + 8 * count) +
+                " bytes, the history has " + std::to_string(bytes.size()));
+  }
+  for (uint64_t i = 0; i < count; ++i) h.ids.push_back(static_cast<int64_t>(GetLe(bytes, 56 + 8 * i, 8)));
+  return h;
+}
+
+nlohmann::ordered_json HistoryToJson(const HashHistory& history) {
+  return {{"format", "engram-hash-history"}, {"version", kHistoryVersion},
+          {"layoutFingerprint", history.layout_fingerprint}, {"position", history.position}, {"history", history.ids}};
+}
+
+HashHistory HistoryFromJson(const nlohmann::json& doc, std::string_view source) {
+  const std::string where(source);
+  if (!doc.is_object() || doc.value("format", "") != "engram-hash-history") {
+    throw Error(where + ": key 'format': expected \"engram-hash-history\"");
+  }
+  if (!doc.contains("version") || doc["version"] != kHistoryVersion) {
+    throw Error(where + ": key 'version': " + (doc.contains("version") ? doc["version"].dump() : "missing") + " is not supported (expected 1)");
+  }
+  HashHistory h;
+  if (!doc.contains("position") || !doc["position"].is_number_integer()) throw Error(where + ": key 'position': expected an integer");
+  h.position = doc["position"].get<int64_t>();
+  if (!doc.contains("history") || !doc["history"].is_array()) throw Error(where + ": key 'history': expected an array of ids");
+  for (const auto& id : doc["history"]) {
+    if (!id.is_number_integer()) throw Error(where + ": key 'history': " + id.dump() + " is not an integer id");
+    h.ids.push_back(id.get<int64_t>());
+  }
+  if (!doc.contains("layoutFingerprint") || !doc["layoutFingerprint"].is_string()) {
+    throw Error(where + ": key 'layoutFingerprint': expected a 64-digit hex string");
+  }
+  h.layout_fingerprint = doc["layoutFingerprint"].get<std::string>();
+  HexToBytes(h.layout_fingerprint, where);  // validates the form
+  return h;
+}
+
 std::vector<std::vector<std::vector<int64_t>>> NestRows(const Layout& layout, const std::vector<int64_t>& rows) {
   const size_t cols = static_cast<size_t>(layout.columns());
   const size_t layers = layout.layers.size();

@@ -13,7 +13,11 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "reference/layout.h"
 #include "reference/token_map.h"
@@ -58,6 +62,19 @@ struct PositionTrace {
   std::vector<std::vector<int64_t>> rows;      // [layer][col]: residue + offset
 };
 
+// §HASH.9 What one sequence's hash state hands to another instance.
+struct HashHistory {
+  int64_t position = 0;          // ids consumed so far
+  std::vector<int64_t> ids;      // the last min(position, max_ngram - 1) compressed ids, oldest first
+  std::string layout_fingerprint;  // LayoutFingerprint() of the layout that produced it (hex)
+};
+
+// §HASH.9 The documented binary form (little-endian; see spec/hash.md) and JSON form.
+std::string EncodeHistoryBinary(const HashHistory& history);
+HashHistory DecodeHistoryBinary(std::string_view bytes, std::string_view source);
+nlohmann::ordered_json HistoryToJson(const HashHistory& history);
+HashHistory HistoryFromJson(const nlohmann::json& doc, std::string_view source);
+
 // §HASH.5 The per-sequence hash state: the position (tokens consumed so far)
 // and the most recent compressed ids. It keeps max_ngram - 1 ids for hashing
 // plus `rollback_capacity` more so that Rollback(k <= capacity) can restore
@@ -87,6 +104,14 @@ class HashState {
   size_t rollback_capacity() const { return capacity_; }
   // §HASH.5 The last min(position, max_ngram - 1) ids, oldest first.
   std::vector<int64_t> History() const;
+
+  // §HASH.9 Hand-off: the state as (position, history), enough for another
+  // instance to continue the sequence exactly (disaggregated prefill/decode,
+  // a micro-batch that starts mid-sequence).
+  HashHistory Export() const;
+  // §HASH.9 A state that continues from `history`. Throws engram::Error when
+  // the history does not fit the layout (count, ids, position).
+  static HashState Import(const Layout& layout, const HashHistory& history, size_t rollback_capacity = 0);
 
  private:
   void Feed(std::span<const int64_t> ids, int64_t* rows_out, std::vector<PositionTrace>* traces);

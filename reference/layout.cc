@@ -5,6 +5,7 @@
 
 #include "reference/error.h"
 #include "reference/random.h"
+#include "reference/token_map.h"
 
 namespace engram {
 namespace {
@@ -74,6 +75,26 @@ uint64_t FindNextPrime(uint64_t start, const std::set<uint64_t>& seen) {
 int64_t LayerLayout::prime(int col) const {
   const int heads = static_cast<int>(primes.front().size());
   return primes[col / heads][col % heads];
+}
+
+std::string LayoutFingerprint(const Layout& layout) {
+  // A plain text form, so that anyone can reproduce it from spec/layout.md.
+  std::string text = "engram-layout-v1;profile=" + std::string(ProfileName(layout.profile)) +
+                     ";V=" + std::to_string(layout.compressed_vocab_size) + ";pad=" + std::to_string(layout.pad) +
+                     ";max=" + std::to_string(layout.max_ngram) + ";heads=" + std::to_string(layout.heads);
+  for (const LayerLayout& layer : layout.layers) {
+    text += ";layer=" + std::to_string(layer.layer_id) + ";m=";
+    for (size_t i = 0; i < layer.multipliers.size(); ++i) text += (i ? "," : "") + std::to_string(layer.multipliers[i]);
+    text += ";p=";
+    bool first = true;
+    for (const auto& order : layer.primes) {
+      for (int64_t p : order) {
+        text += (first ? "" : ",") + std::to_string(p);
+        first = false;
+      }
+    }
+  }
+  return Sha256Hex(text);
 }
 
 Layout BuildLayout(const EngramConfig& config, int64_t compressed_vocab_size, int64_t compressed_pad) {

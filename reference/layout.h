@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "reference/config.h"
@@ -43,6 +44,11 @@ struct Layout {
   int orders() const { return max_ngram - 1; }
   int columns() const { return orders() * heads; }
 };
+
+// §LAY.5 SHA-256 (hex) of the layout's canonical description: profile, V,
+// compressed pad, max n-gram, heads, and per layer its id, multipliers and
+// primes. Two layouts hash alike exactly when they hash ids alike.
+std::string LayoutFingerprint(const Layout& layout);
 
 // Builds the layout of `config` for a token map of `compressed_vocab_size` ids
 // whose entry for the raw pad id is `compressed_pad`.

@@ -37,7 +37,7 @@ void WriteSchemaCopies(const std::filesystem::path& schema_dir, const std::files
 }  // namespace
 
 const std::vector<SuiteDef>& AllSuites() {
-  static const std::vector<SuiteDef> suites = {MultipliersSuite(), LayoutSuite(), HashV41Suite(), HashDemoSuite()};
+  static const std::vector<SuiteDef> suites = {MultipliersSuite(), LayoutSuite(), HashV41Suite(), HashDemoSuite(), HashStateSuite()};
   return suites;
 }
 

@@ -89,6 +89,7 @@ SuiteDef MultipliersSuite();
 SuiteDef LayoutSuite();
 SuiteDef HashV41Suite();
 SuiteDef HashDemoSuite();
+SuiteDef HashStateSuite();
 
 // The registry, in generation order.
 const std::vector<SuiteDef>& AllSuites();

@@ -3,11 +3,32 @@
 #include <span>
 
 #include "conformance/cli/common.h"
+#include "conformance/cli/fileio.h"
 #include "reference/error.h"
 #include "reference/hash.h"
 #include "vectors/suite.h"
 
 namespace engram::cli {
+namespace {
+
+bool IsJsonPath(const std::string& path) {
+  return path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+}
+
+// §HASH.9 Histories travel as JSON (*.json) or in the binary form.
+HashHistory ReadHistoryFile(const std::string& path) {
+  const std::string bytes = ReadFile(path);
+  if (!IsJsonPath(path)) return DecodeHistoryBinary(bytes, path);
+  const nlohmann::json doc = nlohmann::json::parse(bytes, nullptr, false);
+  if (doc.is_discarded()) throw Error(path + ": malformed JSON");
+  return HistoryFromJson(doc, path);
+}
+
+void WriteHistoryFile(const std::string& path, const HashHistory& history) {
+  WriteFileAtomic(path, IsJsonPath(path) ? HistoryToJson(history).dump(1) + "\n" : EncodeHistoryBinary(history));
+}
+
+}  // namespace
 
 void AddLayoutCommand(CLI::App& app) {
   struct State {
@@ -41,7 +62,7 @@ void AddLayoutCommand(CLI::App& app) {
 void AddHashCommand(CLI::App& app) {
   struct State {
     Inputs in;
-    std::string ids, chunks, out;
+    std::string ids, chunks, out, history_in, history_out;
     bool trace = false;
   };
   auto s = std::make_shared<State>();
@@ -51,6 +72,10 @@ void AddHashCommand(CLI::App& app) {
   cmd->add_option("--chunks", s->chunks, "Feed the ids through the state in these chunk sizes");
   cmd->add_flag("--trace", s->trace, "Also print every intermediate value per position");
   cmd->add_option("--out", s->out, "Write the JSON here instead of stdout");
+  cmd->add_option("--history-in", s->history_in,
+                  "Continue a sequence from this exported history (.json, else the binary form)");
+  cmd->add_option("--history-out", s->history_out,
+                  "Export the sequence's history after the ids (.json, else the binary form)");
   cmd->callback([s] {
     Loaded l = Load(s->in);
     std::vector<int64_t> raw = ParseIntList(s->ids, "--ids");
@@ -67,8 +92,10 @@ void AddHashCommand(CLI::App& app) {
       throw Error("--chunks: sizes add up to " + std::to_string(total) + " but there are " +
                   std::to_string(ids.size()) + " ids");
     }
-    // §HASH.5 the chunks go through one per-sequence state.
+    // §HASH.5 the chunks go through one per-sequence state; §HASH.9 it may
+    // continue a sequence that another instance started.
     HashState state(l.layout);
+    if (!s->history_in.empty()) state = HashState::Import(l.layout, ReadHistoryFile(s->history_in));
     std::vector<int64_t> rows;
     std::vector<PositionTrace> traces;
     size_t at = 0;
@@ -84,6 +111,8 @@ void AddHashCommand(CLI::App& app) {
     doc["compressed_ids"] = ids;
     doc["rows"] = NestRows(l.layout, rows);
     if (s->trace) doc["trace"] = vectors::TraceJson(traces);
+    doc["position"] = state.position();
+    if (!s->history_out.empty()) WriteHistoryFile(s->history_out, state.Export());
     Emit(doc, s->out);
   });
 }

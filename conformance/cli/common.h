@@ -51,6 +51,7 @@ void AddLayoutCommand(CLI::App& app);
 void AddHashCommand(CLI::App& app);
 void AddBenchCommand(CLI::App& app);
 void AddVectorsCommand(CLI::App& app);
+void AddContractCommand(CLI::App& app);
 
 }  // namespace engram::cli
 

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   engram::cli::AddHashCommand(app);
   engram::cli::AddBenchCommand(app);
   engram::cli::AddVectorsCommand(app);
+  engram::cli::AddContractCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

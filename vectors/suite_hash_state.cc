@@ -1,0 +1,257 @@
+// spec/hash.md §HASH.9 — suite `hash_state`: histories handed between
+// instances and micro-batches (generator and verifier).
+#include <map>
+
+#include "reference/config.h"
+#include "reference/error.h"
+#include "reference/hash.h"
+#include "reference/layout.h"
+#include "vectors/suite.h"
+
+namespace engram::vectors {
+namespace {
+
+std::string Hex(const std::string& bytes) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 15]);
+  }
+  return out;
+}
+
+std::string Unhex(const std::string& hex) {
+  if (hex.size() % 2 != 0) throw Error("historyInBinary: odd number of hex digits");
+  std::string bytes;
+  for (size_t i = 0; i < hex.size(); i += 2) bytes.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  return bytes;
+}
+
+ojson HistoryJson(const HashHistory& h) { return {{"position", h.position}, {"history", h.ids}}; }
+
+std::vector<int64_t> Slice(const std::vector<int64_t>& v, size_t from, size_t to) {
+  return std::vector<int64_t>(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(to));
+}
+
+// One instance's share of a sequence: import, hash ids[from, to), export.
+ojson Segment(const Layout& layout, const HashHistory& in, const std::vector<int64_t>& ids, size_t from, size_t to,
+              HashHistory& out) {
+  HashState state = HashState::Import(layout, in);
+  std::vector<int64_t> rows;
+  state.Append(Slice(ids, from, to), rows);
+  out = state.Export();
+  return {{"from", from}, {"to", to}, {"historyIn", HistoryJson(in)},
+          {"historyInBinary", Hex(EncodeHistoryBinary(in))}, {"rows", NestRows(layout, rows)},
+          {"historyOut", HistoryJson(out)}};
+}
+
+ojson Generate() {
+  SuiteBuilder b("hash_state", "hash_state.schema.json", "ENGRAM-HASH-STATE");
+  b.Header("History hand-off (§HASH.9): a sequence hashed by several instances or micro-batches, each importing");
+  b.Header("the history the previous one exported. Every segment's rows must equal the one-shot rows of its");
+  b.Header("positions, and its exported history must equal historyOut. historyInBinary is the binary form.");
+  b.Note("PrefillDecodeSplit", "BASIC",
+         "Disaggregated serving: one instance prefills, another decodes from the handed-off history; a decode "
+         "instance that never received the history hashes its first max-1 positions as a sequence start.",
+         "§HASH.9");
+  b.Note("SplitInsideWindow", "BASIC",
+         "The split falls less than max-1 positions after the start or a DEAD span: the history is short or "
+         "holds DEAD ids, which must be kept.",
+         "§HASH.9");
+  b.Note("MicroBatch", "BASIC",
+         "A batch of sequences split into micro-batches at arbitrary positions; each micro-batch continues each "
+         "sequence from its history.",
+         "§HASH.9");
+  b.Note("DeadInHistory", "EDGE_CASE", "The handed-off history holds DEAD (-1) ids (v4.1).", "§HASH.9");
+  b.Note("BadHistory", "INVALID_INPUT",
+         "A history that does not fit the layout (wrong id count for its position, an id >= V, another layout's "
+         "fingerprint): implementations must refuse to import it.",
+         "§HASH.9");
+
+  struct GroupSpec {
+    ojson config;
+    std::string profile;
+    int64_t v, pad;
+    std::string comment;
+  };
+  const std::vector<GroupSpec> groups = {
+      {V41ConfigJson(), "v4.1", 99092, 2, "DeepSeek-V4.1-Flash layout, V = 99092"},
+      {SmallV41Config({0, 3}, 5, 4, 2, 12), "v4.1", 12, 1, "tiny v4.1 layout (V = 12, pad 1)"},
+      {DemoConfigJson(), "demo-v1", 129280, 2, "engram_demo_v1.py defaults, V = 129280"},
+  };
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const GroupSpec& gs = groups[gi];
+    ojson cfg_doc = gs.config;
+    EngramConfig cfg = ParseConfig(nlohmann::json::parse(cfg_doc.dump()), "config", ParseProfile(gs.profile));
+    const Layout layout = BuildLayout(cfg, gs.v, gs.pad);
+    const bool v41 = gs.profile == "v4.1";
+    const size_t g = b.Group({{"type", "HashHandoffTest"},
+                              {"comment", gs.comment},
+                              {"profile", gs.profile},
+                              {"config", gs.config},
+                              {"compressedVocabSize", gs.v},
+                              {"compressedPad", gs.pad},
+                              {"layers", LayersJson(layout)},
+                              {"layoutFingerprint", LayoutFingerprint(layout)}});
+    InputRng rng(0x53544154 + gi);
+    std::vector<int64_t> seq(14);
+    for (int64_t& id : seq) id = rng.Below(gs.v);
+    if (v41) seq[5] = seq[6] = kDead;
+    else seq[5] = -7;
+
+    auto add = [&](const std::vector<size_t>& cuts, const std::string& comment, std::vector<std::string> flags) {
+      ojson segments = ojson::array();
+      HashHistory h{0, {}, LayoutFingerprint(layout)};
+      size_t from = 0;
+      std::vector<size_t> ends = cuts;
+      ends.push_back(seq.size());
+      for (size_t to : ends) {
+        HashHistory next;
+        segments.push_back(Segment(layout, h, seq, from, to, next));
+        h = next;
+        from = to;
+      }
+      b.Test(g, comment, flags, {"§HASH.5", "§HASH.9"},
+             {{"ids", seq}, {"result", "valid"}, {"segments", segments}});
+    };
+    add({9}, "prefill 9 ids on one instance, decode the rest on another", {"PrefillDecodeSplit"});
+    {
+      std::vector<size_t> cuts;
+      for (size_t t = 8; t < seq.size(); ++t) cuts.push_back(t);
+      add(cuts, "prefill 8, then every decode step on a fresh instance", {"PrefillDecodeSplit"});
+    }
+    add({1, 2}, "splits after 1 and 2 ids: histories shorter than max - 1", {"SplitInsideWindow"});
+    if (v41) {
+      add({6, 7}, "splits inside and right after a DEAD span", {"SplitInsideWindow", "DeadInHistory"});
+    } else {
+      add({6}, "split right after a negative id", {"SplitInsideWindow"});
+    }
+    add({3, 5, 8, 13}, "four instances", {"SplitInsideWindow"});
+
+    // Micro-batches: three sequences, cut at arbitrary points, processed in
+    // micro-batches that each hold one segment of every unfinished sequence.
+    {
+      std::vector<std::vector<int64_t>> seqs;
+      for (size_t n : {size_t{7}, size_t{12}, size_t{3}}) {
+        std::vector<int64_t> s(n);
+        for (int64_t& id : s) id = rng.Below(gs.v);
+        seqs.push_back(s);
+      }
+      if (v41) seqs[1][4] = kDead;
+      const std::vector<std::vector<size_t>> cuts = {{2, 5}, {1, 6, 9}, {}};
+      ojson batches = ojson::array();
+      std::vector<HashHistory> hist(seqs.size(), HashHistory{0, {}, LayoutFingerprint(layout)});
+      std::vector<size_t> at(seqs.size(), 0);
+      for (size_t step = 0; step < 4; ++step) {
+        ojson micro = ojson::array();
+        for (size_t si = 0; si < seqs.size(); ++si) {
+          if (at[si] >= seqs[si].size()) continue;
+          const size_t to = step < cuts[si].size() ? cuts[si][step] : seqs[si].size();
+          if (to <= at[si]) continue;
+          HashHistory next;
+          ojson seg = Segment(layout, hist[si], seqs[si], at[si], to, next);
+          seg["sequence"] = si;
+          micro.push_back(seg);
+          hist[si] = next;
+          at[si] = to;
+        }
+        if (!micro.empty()) batches.push_back(micro);
+      }
+      b.Test(g, "three sequences (7, 12, 3 ids) in micro-batches cut at arbitrary positions", {"MicroBatch"},
+             {"§HASH.5", "§HASH.9"}, {{"sequences", seqs}, {"result", "valid"}, {"microBatches", batches}});
+    }
+
+    // Histories that must be refused on import.
+    const HashHistory good = [&] {
+      HashState st(layout);
+      std::vector<int64_t> rows;
+      st.Append(Slice(seq, 0, 9), rows);
+      return st.Export();
+    }();
+    auto bad = [&](HashHistory h, const std::string& comment) {
+      b.Test(g, comment, {"BadHistory"}, {"§HASH.9"},
+             {{"ids", Slice(seq, 9, seq.size())}, {"historyIn", HistoryToJson(h)},
+              {"historyInBinary", Hex(EncodeHistoryBinary(h))}, {"result", "invalid"}});
+    };
+    HashHistory short_history = good;
+    short_history.ids.pop_back();
+    bad(short_history, "position 9 with only max - 2 ids");
+    HashHistory out_of_range = good;
+    out_of_range.ids.back() = gs.v;
+    bad(out_of_range, "a history id equal to V");
+    HashHistory other_layout = good;
+    other_layout.layout_fingerprint = std::string(64, '0');
+    bad(other_layout, "a history exported by another layout (fingerprint of zeros)");
+  }
+  return b.Finish();
+}
+
+HashHistory HistoryOf(const json& j, const std::string& fingerprint) {
+  HashHistory h;
+  h.position = j.at("position").get<int64_t>();
+  h.ids = j.at("history").get<std::vector<int64_t>>();
+  h.layout_fingerprint = fingerprint;
+  return h;
+}
+
+void CheckSegment(Checker& c, const Layout& layout, const std::string& fingerprint, const json& t, const json& seg,
+                  const std::vector<int64_t>& ids, const std::string& where) {
+  const HashHistory in = HistoryOf(seg.at("historyIn"), fingerprint);
+  // The binary form must decode to the same history.
+  const HashHistory decoded = DecodeHistoryBinary(Unhex(seg.at("historyInBinary").get<std::string>()), where);
+  if (decoded.position != in.position || decoded.ids != in.ids || decoded.layout_fingerprint != fingerprint) {
+    c.Problem(t, where + ": historyInBinary does not encode historyIn");
+  }
+  HashState state = HashState::Import(layout, in);
+  std::vector<int64_t> rows;
+  state.Append(Slice(ids, seg.at("from").get<size_t>(), seg.at("to").get<size_t>()), rows);
+  if (seg.at("rows") != json(NestRows(layout, rows))) c.Problem(t, where + ": rows differ from the reference");
+  const HashHistory out = state.Export();
+  if (seg.at("historyOut") != json::parse(HistoryJson(out).dump())) c.Problem(t, where + ": historyOut differs");
+}
+
+void Check(Checker& c, const json& group, const json& t) {
+  const Layout layout = GroupLayout(group);
+  const std::string fingerprint = LayoutFingerprint(layout);
+  if (group.at("layoutFingerprint") != fingerprint) c.Problem(t, "group layoutFingerprint differs from the layout's");
+  if (!IsValid(t)) {
+    // Both forms of the history must be refused.
+    bool json_refused = false, binary_refused = false;
+    try {
+      HashState::Import(layout, HistoryFromJson(t.at("historyIn"), "historyIn"));
+    } catch (const Error&) {
+      json_refused = true;
+    }
+    try {
+      HashState::Import(layout, DecodeHistoryBinary(Unhex(t.at("historyInBinary").get<std::string>()), "historyInBinary"));
+    } catch (const Error&) {
+      binary_refused = true;
+    }
+    if (!json_refused || !binary_refused) c.Problem(t, "the reference imports a history the vector marks invalid");
+    return;
+  }
+  if (t.contains("segments")) {
+    const std::vector<int64_t> ids = t.at("ids").get<std::vector<int64_t>>();
+    size_t i = 0;
+    for (const json& seg : t.at("segments")) CheckSegment(c, layout, fingerprint, t, seg, ids, "segment " + std::to_string(i++));
+  } else {
+    const auto seqs = t.at("sequences").get<std::vector<std::vector<int64_t>>>();
+    size_t mb = 0;
+    for (const json& micro : t.at("microBatches")) {
+      for (const json& seg : micro) {
+        CheckSegment(c, layout, fingerprint, t, seg, seqs.at(seg.at("sequence").get<size_t>()),
+                     "micro-batch " + std::to_string(mb) + " sequence " + seg.at("sequence").dump());
+      }
+      ++mb;
+    }
+  }
+}
+
+}  // namespace
+
+SuiteDef HashStateSuite() {
+  return {"hash_state", "hash_state.schema.json", Generate, {{"HashHandoffTest", Check}}};
+}
+
+}  // namespace engram::vectors
