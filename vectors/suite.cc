@@ -67,6 +67,39 @@ void Checker::Expect(const json& test, const std::string& field, const json& act
 
 bool IsValid(const json& test) { return test.value("result", "") == "valid"; }
 
+void AddMutantNotes(SuiteBuilder& b, const std::vector<Mutant>& mutants) {
+  for (Mutant m : mutants) {
+    switch (m) {
+      case Mutant::kNoDeadBlocking:
+        b.Note("NoDeadBlocking", "KNOWN_DIVERGENCE",
+               "Changes under the known bug of padding a DEAD slot without blocking the older slots (or hashing "
+               "DEAD as an ordinary id): a port with that bug fails exactly the tests with this flag.",
+               "§HASH.2");
+        break;
+      case Mutant::kTruncatedMod:
+        b.Note("FloorMod", "KNOWN_DIVERGENCE",
+               "Changes under C-style truncated % on negative mixes (a negative residue) instead of floor-mod: a "
+               "port with that bug fails exactly the tests with this flag.",
+               "§HASH.4");
+        break;
+      case Mutant::kInt32Multipliers:
+        b.Note("Int32Multipliers", "KNOWN_DIVERGENCE",
+               "Changes when multipliers are drawn with int32 bounds (MaxText): such tables are self-consistent "
+               "but not compatible; a port with that choice fails exactly the tests with this flag.",
+               "§RNG.4");
+        break;
+    }
+  }
+}
+
+std::vector<std::string> WithMutantFlags(std::vector<std::string> flags, const std::vector<Mutant>& mutants,
+                                         const std::function<bool(Mutant)>& changed) {
+  for (Mutant m : mutants) {
+    if (changed(m)) flags.push_back(MutantFlag(m));
+  }
+  return flags;
+}
+
 ojson V41ConfigJson() {
   return {{"engram_layer_ids", {1, 14}},
           {"engram_vocab_size", 16000000},

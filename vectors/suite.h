@@ -18,6 +18,7 @@
 #include "reference/hash.h"
 #include "reference/layout.h"
 #include "vectors/generator.h"
+#include "vectors/mutants.h"
 
 namespace engram::vectors {
 
@@ -89,10 +90,25 @@ SuiteDef MultipliersSuite();
 SuiteDef LayoutSuite();
 SuiteDef HashV41Suite();
 SuiteDef HashDemoSuite();
+SuiteDef TokenMapSuite();
 SuiteDef HashStateSuite();
+SuiteDef AccumulatedSuite();
+SuiteDef Fp8DecodeSuite();    // suite_storage.cc (§STO)
+SuiteDef TableLookupSuite();
+SuiteDef TpShardSuite();
+SuiteDef GateV41Suite();        // suite_fusion.cc (§FUS)
+SuiteDef GateDemoSuite();
+SuiteDef ShortConvDemoSuite();
+SuiteDef EngramForwardSuite();
 
 // The registry, in generation order.
 const std::vector<SuiteDef>& AllSuites();
+
+// §CONF.4 Adds the KNOWN_DIVERGENCE notes of `mutants` to a suite.
+void AddMutantNotes(SuiteBuilder& b, const std::vector<Mutant>& mutants);
+// The flags of the mutants under which `changed(mutant)` is true, appended to `flags`.
+std::vector<std::string> WithMutantFlags(std::vector<std::string> flags, const std::vector<Mutant>& mutants,
+                                         const std::function<bool(Mutant)>& changed);
 
 // Configurations used by several suites.
 ojson V41ConfigJson();   // the DeepSeek-V4.1-Flash inference config.json keys

@@ -24,6 +24,32 @@ struct HashGroup {
   std::string comment;
 };
 
+// Whether any append of a HashStateTest produces other rows under mutant `m`:
+// each named sequence is tracked as the ids it effectively holds.
+bool StepsChange(const Layout& layout, const Layout& mutant_layout, Mutant m, const ojson& steps) {
+  std::map<std::string, std::vector<int64_t>> seqs;
+  const size_t per_id = layout.layers.size() * static_cast<size_t>(layout.columns());
+  for (const ojson& step : steps) {
+    const std::string op = step["op"];
+    if (op == "append") {
+      std::vector<int64_t>& seq = seqs[step["seq"].get<std::string>()];
+      const std::vector<int64_t> ids = step["ids"].get<std::vector<int64_t>>();
+      seq.insert(seq.end(), ids.begin(), ids.end());
+      const std::vector<int64_t> a = HashSequence(layout, seq), b = MutantRows(m, mutant_layout, seq);
+      if (!std::equal(a.end() - static_cast<std::ptrdiff_t>(ids.size() * per_id), a.end(),
+                      b.end() - static_cast<std::ptrdiff_t>(ids.size() * per_id))) {
+        return true;
+      }
+    } else if (op == "rollback") {
+      std::vector<int64_t>& seq = seqs[step["seq"].get<std::string>()];
+      seq.resize(seq.size() - step["k"].get<size_t>());
+    } else if (op == "fork") {
+      seqs[step["to"].get<std::string>()] = seqs[step["from"].get<std::string>()];
+    }
+  }
+  return false;
+}
+
 Layout LayoutOf(const HashGroup& hg) {
   EngramConfig cfg = ParseConfig(nlohmann::json::parse(hg.config.dump()), "config", ParseProfile(hg.profile));
   return BuildLayout(cfg, hg.v, hg.pad);
@@ -77,22 +103,17 @@ ojson GenerateHash(bool v41) {
          "§HASH.6");
   b.Note("Fork", "BASIC", "Two sequences share a prefix and continue independently.", "§HASH.6");
   b.Note("OutOfRangeId", "INVALID_INPUT", "A compressed id >= V must be refused.", "§HASH.1");
+  const std::vector<Mutant> mutants = MutantsFor(v41 ? Profile::kV41 : Profile::kDemoV1);
+  AddMutantNotes(b, mutants);
   if (v41) {
     b.Note("DeadSpan", "BASIC",
            "A DEAD (-1, masked) span stops the look-back; its effect ends max_ngram - 1 positions later.", "§HASH.2");
     b.Note("DeadCurrent", "EDGE_CASE", "The current token is DEAD: every slot is blocked, the window is all pad.",
            "§HASH.2");
-    b.Note("NoDeadBlocking", "KNOWN_DIVERGENCE",
-           "Ports that hash DEAD as an ordinary id, or pad only the DEAD slot without blocking older slots, "
-           "differ on this test.",
-           "§HASH.2");
     b.Note("NegativeIdRefused", "INVALID_INPUT", "v4.1 has no negative ids other than DEAD (-1): refuse -2.", "§HASH.1");
   } else {
     b.Note("NegativeIdPassThrough", "BASIC",
            "demo-v1 hashes negative ids as they are (the demo copies them through compression).", "§HASH.1");
-    b.Note("FloorMod", "KNOWN_DIVERGENCE",
-           "Negative mixes reduce with floor-mod into [0, p); a C-style truncated % gives a negative residue.",
-           "§HASH.4");
     b.Note("ProductWrap", "EDGE_CASE",
            "A large negative id whose product with a multiplier wraps around int64, as numpy does.", "§HASH.3");
   }
@@ -117,6 +138,9 @@ ojson GenerateHash(bool v41) {
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const HashGroup& hg = groups[gi];
     const Layout layout = LayoutOf(hg);
+    const int64_t seed = ParseConfig(nlohmann::json::parse(hg.config.dump()), "config", ParseProfile(hg.profile)).seed;
+    std::map<Mutant, Layout> mutant_layouts;
+    for (Mutant m : mutants) mutant_layouts.emplace(m, MutantLayout(m, layout, seed));
     const int64_t v = hg.v;
     const int w = layout.max_ngram;
     ojson params = {{"type", "HashTest"},           {"comment", hg.comment},
@@ -138,6 +162,9 @@ ojson GenerateHash(bool v41) {
         fields["result"] = "valid";
         fields["rows"] = ojson(NestRows(layout, HashSequence(layout, ids)));
         fields["intermediate"] = TraceJson(traces);
+        flags = WithMutantFlags(flags, mutants, [&](Mutant m) {
+          return MutantRows(m, mutant_layouts.at(m), ids) != HashSequence(layout, ids);
+        });
       } catch (const Error& e) {
         fields["result"] = "invalid";
         fields["error"] = e.what();
@@ -158,25 +185,25 @@ ojson GenerateHash(bool v41) {
         std::vector<int64_t> ids = random_ids(static_cast<size_t>(len + 2 * w));
         for (int k = 0; k < len; ++k) ids[static_cast<size_t>(w + k)] = kDead;
         add(ids, "DEAD span of length " + std::to_string(len) + " at position " + std::to_string(w),
-            {"DeadSpan", "DeadCurrent", "NoDeadBlocking"}, {"§HASH.1", "§HASH.2"});
+            {"DeadSpan", "DeadCurrent"}, {"§HASH.1", "§HASH.2"});
       }
       std::vector<int64_t> first_dead = random_ids(static_cast<size_t>(w) + 2);
       first_dead[0] = kDead;
-      add(first_dead, "the first token is DEAD", {"DeadCurrent", "DeadSpan", "NoDeadBlocking", "SequenceStart"},
+      add(first_dead, "the first token is DEAD", {"DeadCurrent", "DeadSpan", "SequenceStart"},
           {"§HASH.2"});
       add(std::vector<int64_t>(4, kDead), "every token DEAD: all-pad windows", {"DeadCurrent", "DeadSpan"},
           {"§HASH.2"});
       std::vector<int64_t> alternating = random_ids(static_cast<size_t>(3 * w));
       for (size_t t = 1; t < alternating.size(); t += 2) alternating[t] = kDead;
       add(alternating, "DEAD every other position: no n-gram ever spans two live ids",
-          {"DeadSpan", "DeadCurrent", "NoDeadBlocking"}, {"§HASH.2"});
+          {"DeadSpan", "DeadCurrent"}, {"§HASH.2"});
       add({1, 2, -2, 3}, "-2 is not a valid v4.1 compressed id", {"NegativeIdRefused"}, {"§HASH.1"});
     } else {
-      add({-1, -2, 5, -3, 7}, "negative ids are hashed as they are", {"NegativeIdPassThrough", "FloorMod"},
+      add({-1, -2, 5, -3, 7}, "negative ids are hashed as they are", {"NegativeIdPassThrough"},
           {"§HASH.1", "§HASH.4"});
       add({-(int64_t{1} << 62), 3, -(int64_t{1} << 62) - 12345, 4}, "large negative ids: products wrap around int64",
-          {"NegativeIdPassThrough", "FloorMod", "ProductWrap"}, {"§HASH.1", "§HASH.3", "§HASH.4"});
-      add({std::numeric_limits<int64_t>::min(), -1, 0}, "INT64_MIN", {"NegativeIdPassThrough", "FloorMod", "ProductWrap"},
+          {"NegativeIdPassThrough", "ProductWrap"}, {"§HASH.1", "§HASH.3", "§HASH.4"});
+      add({std::numeric_limits<int64_t>::min(), -1, 0}, "INT64_MIN", {"NegativeIdPassThrough", "ProductWrap"},
           {"§HASH.1", "§HASH.3", "§HASH.4"});
     }
     add({0, v, 1}, "V is not a compressed id", {"OutOfRangeId"}, {"§HASH.1"});
@@ -216,7 +243,8 @@ ojson GenerateHash(bool v41) {
     auto add_steps = [&](ojson steps, const std::string& comment, std::vector<std::string> flags) {
       ojson fields;
       fields["result"] = "valid";
-      fields["steps"] = RunSteps(layout, std::move(steps));
+      fields["steps"] = RunSteps(layout, steps);
+      flags = WithMutantFlags(flags, mutants, [&](Mutant m) { return StepsChange(layout, mutant_layouts.at(m), m, steps); });
       b.Test(sg, comment, flags, {"§HASH.5", "§HASH.6"}, fields);
     };
     auto append = [](const std::string& seq, const std::vector<int64_t>& ids) {

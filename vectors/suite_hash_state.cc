@@ -7,6 +7,7 @@
 #include "reference/hash.h"
 #include "reference/layout.h"
 #include "vectors/suite.h"
+#include "vectors/mutants.h"
 
 namespace engram::vectors {
 namespace {
@@ -68,6 +69,7 @@ ojson Generate() {
          "A history that does not fit the layout (wrong id count for its position, an id >= V, another layout's "
          "fingerprint): implementations must refuse to import it.",
          "§HASH.9");
+  AddMutantNotes(b, {Mutant::kNoDeadBlocking, Mutant::kTruncatedMod, Mutant::kInt32Multipliers});
 
   struct GroupSpec {
     ojson config;
@@ -86,6 +88,18 @@ ojson Generate() {
     EngramConfig cfg = ParseConfig(nlohmann::json::parse(cfg_doc.dump()), "config", ParseProfile(gs.profile));
     const Layout layout = BuildLayout(cfg, gs.v, gs.pad);
     const bool v41 = gs.profile == "v4.1";
+    const std::vector<Mutant> mutants = MutantsFor(layout.profile);
+    // Segments cover whole sequences from their start: a mutant changes a
+    // test exactly when it changes some sequence's one-shot rows.
+    auto changed_by = [&](const std::vector<std::vector<int64_t>>& seqs) {
+      return [&, seqs](Mutant m) {
+        const Layout ml = MutantLayout(m, layout, cfg.seed);
+        for (const auto& s : seqs) {
+          if (MutantRows(m, ml, s) != HashSequence(layout, s)) return true;
+        }
+        return false;
+      };
+    };
     const size_t g = b.Group({{"type", "HashHandoffTest"},
                               {"comment", gs.comment},
                               {"profile", gs.profile},
@@ -112,6 +126,7 @@ ojson Generate() {
         h = next;
         from = to;
       }
+      flags = WithMutantFlags(flags, mutants, changed_by({seq}));
       b.Test(g, comment, flags, {"§HASH.5", "§HASH.9"},
              {{"ids", seq}, {"result", "valid"}, {"segments", segments}});
     };
@@ -158,7 +173,8 @@ ojson Generate() {
         }
         if (!micro.empty()) batches.push_back(micro);
       }
-      b.Test(g, "three sequences (7, 12, 3 ids) in micro-batches cut at arbitrary positions", {"MicroBatch"},
+      b.Test(g, "three sequences (7, 12, 3 ids) in micro-batches cut at arbitrary positions",
+             WithMutantFlags({"MicroBatch"}, mutants, changed_by(seqs)),
              {"§HASH.5", "§HASH.9"}, {{"sequences", seqs}, {"result", "valid"}, {"microBatches", batches}});
     }
 

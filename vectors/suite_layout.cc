@@ -30,15 +30,19 @@ ojson GenerateLayout() {
          "engram_compressed_vocab_size disagrees with the token map: every multiplier would change; refuse.",
          "§LAY.4");
   b.Note("InvalidConfig", "INVALID_INPUT", "A configuration that violates a validation rule; refuse.", "§CFG.4");
+  AddMutantNotes(b, {Mutant::kInt32Multipliers});
 
   auto add = [&](size_t g, const ojson& config, const std::string& profile, int64_t v, int64_t pad,
-                 const std::vector<std::string>& flags, const std::string& comment) {
+                 std::vector<std::string> flags, const std::string& comment) {
     ojson fields = {{"config", config}, {"profile", profile}, {"compressedVocabSize", v}, {"compressedPad", pad}};
     try {
       EngramConfig cfg = ParseConfig(nlohmann::json::parse(config.dump()), "config", ParseProfile(profile));
       Layout layout = BuildLayout(cfg, v, pad);
       fields["result"] = "valid";
       fields["layers"] = LayersJson(layout);
+      flags = WithMutantFlags(flags, {Mutant::kInt32Multipliers}, [&](Mutant m) {
+        return LayersJson(MutantLayout(m, layout, cfg.seed)) != LayersJson(layout);
+      });
     } catch (const Error& e) {
       fields["result"] = "invalid";
       fields["error"] = e.what();

@@ -38,10 +38,7 @@ ojson GenerateMultipliers() {
          "§RNG.3");
   b.Note("PublishedV41", "BASIC",
          "The widely published DeepSeek-V4.1-Flash multipliers (V = 99092, seed 0, layers 1 and 14).", "§RNG.4");
-  b.Note("Int32Multipliers", "KNOWN_DIVERGENCE",
-         "Ports that draw or store multipliers as int32 (MaxText) cannot produce these values; "
-         "their tables are self-consistent but not compatible.",
-         "§RNG.4");
+  AddMutantNotes(b, {Mutant::kInt32Multipliers});
   b.Note("BoundOne", "EDGE_CASE", "V so large that bound = max(1, ...) = 1: every multiplier is 1.", "§RNG.4");
   b.Note("InvalidVocab", "INVALID_INPUT", "V < 1 has no multiplier bound: implementations must refuse it.", "§RNG.4");
 
@@ -100,15 +97,19 @@ ojson GenerateMultipliers() {
     ojson intermediate = {{"layerSeed", LayerSeed(seed, layer_id)},
                           {"bound", bound},
                           {"path", std::string(BoundedPathName(BoundedPathFor(rng)))}};
+    const std::vector<int64_t> m = LayerMultipliers(seed, layer_id, v, max_ngram);
+    flags = WithMutantFlags(flags, {Mutant::kInt32Multipliers}, [&](Mutant mu) {
+      return MutantMultipliers(mu, seed, layer_id, v, max_ngram) != m;
+    });
     b.Test(g, comment, flags, {"§RNG.4"},
            {{"seed", seed}, {"layerId", layer_id}, {"compressedVocabSize", v}, {"maxNgram", max_ngram},
             {"result", "valid"}, {"intermediate", intermediate},
             {"multipliers", LayerMultipliers(seed, layer_id, v, max_ngram)}});
   };
-  add_multipliers(0, 1, 99092, 4, {"PublishedV41", "Int32Multipliers"}, "DeepSeek-V4.1-Flash layer 1");
-  add_multipliers(0, 14, 99092, 4, {"PublishedV41", "Int32Multipliers"}, "DeepSeek-V4.1-Flash layer 14");
-  add_multipliers(0, 1, 129280, 3, {"Int32Multipliers"}, "demo-v1 layer 1, V = 129280");
-  add_multipliers(0, 15, 129280, 3, {"Int32Multipliers"}, "demo-v1 layer 15, V = 129280");
+  add_multipliers(0, 1, 99092, 4, {"PublishedV41"}, "DeepSeek-V4.1-Flash layer 1");
+  add_multipliers(0, 14, 99092, 4, {"PublishedV41"}, "DeepSeek-V4.1-Flash layer 14");
+  add_multipliers(0, 1, 129280, 3, {}, "demo-v1 layer 1, V = 129280");
+  add_multipliers(0, 15, 129280, 3, {}, "demo-v1 layer 15, V = 129280");
   add_multipliers(0, 0, 1, 4, {}, "V = 1, layer 0: the largest bound");
   add_multipliers(0, 3, 2, 2, {}, "V = 2");
   add_multipliers(7, 2, 1000, 5, {}, "seed 7");

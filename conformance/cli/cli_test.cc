@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -270,4 +271,326 @@ TEST(CliContract, WriteVerifyAndNameTheDifference) {
   EXPECT_THAT(no_map.err, HasSubstr("--token-map"));
 }
 
+// ---------------------------------------------------------------------------
+// engram lookup (§STO)
+
+// A packed v4.1 table (256 codes + 8 scales per row) of three rows:
+// row 0: codes 0x3A (1.25: e=7, m=2), scales 129 (2^2) -> 5.0 = bf16 0x40a0 (hand-derived);
+// row 1: codes 0x80 (-0), scales 127 -> -0 = 0x8000;  row 2: codes 0x7F (NaN), scales 127.
+fs::path PackedTable(const fs::path& dir) {
+  std::string bytes;
+  bytes += std::string(256, '\x3a') + std::string(8, '\x81');
+  bytes += std::string(256, '\x80') + std::string(8, '\x7f');
+  bytes += std::string(256, '\x7f') + std::string(8, '\x7f');
+  Write(dir / "table.packed", bytes);
+  return dir / "table.packed";
+}
+
+TEST(CliLookup, PackedRowsDecodeByHand) {
+  const fs::path table = PackedTable(TempDir());
+  Result r = RunCli("lookup --config " + kV41 + " --packed " + table.string() + " --rows 0,1,2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json d = json::parse(r.out);
+  ASSERT_EQ(d["lookups"].size(), 3u);
+  EXPECT_EQ(d["table"]["rows"], 3);
+  EXPECT_EQ(d["lookups"][0]["bf16"][0], "0x40a0");
+  EXPECT_EQ(d["lookups"][0]["values"][255], 5.0);
+  EXPECT_EQ(d["lookups"][0]["scales"], "8181818181818181");
+  EXPECT_EQ(d["lookups"][1]["bf16"][7], "0x8000");
+  EXPECT_TRUE(std::signbit(d["lookups"][1]["values"][7].get<double>()));  // printed as -0.0
+  EXPECT_EQ(d["lookups"][2]["bf16"][0], "0x7fc0");
+  EXPECT_EQ(d["lookups"][2]["values"][0], "NaN");
+}
+
+TEST(CliLookup, AllReduceTurnsNegativeZeroPositive) {
+  const fs::path table = PackedTable(TempDir());
+  // 3 rows over 2 ranks: part 2, row 1 belongs to rank 0, row 2 to rank 1 (local row 0).
+  Result r = RunCli("lookup --config " + kV41 + " --packed " + table.string() + " --rows 1,2 --world 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json d = json::parse(r.out);
+  EXPECT_EQ(d["tp"]["part"], 2);
+  EXPECT_EQ(d["lookups"][0]["bf16"][0], "0x0000");  // -0 + +0 = +0
+  EXPECT_EQ(d["lookups"][1]["owner_rank"], 1);
+  EXPECT_EQ(d["lookups"][1]["local_row"], 0);
+  Result one = RunCli("lookup --config " + kV41 + " --packed " + table.string() + " --rows 1 --world 2 --rank 1");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(json::parse(one.out)["lookups"][0]["bf16"][0], "0x0000");  // masked on rank 1
+  Result w1 = RunCli("lookup --config " + kV41 + " --packed " + table.string() + " --rows 1 --world 1");
+  EXPECT_EQ(json::parse(w1.out)["lookups"][0]["bf16"][0], "0x8000");  // no all_reduce at world 1
+}
+
+TEST(CliLookup, IdsAreHashedIntoTheLayersRows) {
+  // 2 positions x 24 columns of layer 14; every row id within the layer's table.
+  Result r = RunCli("lookup --config " + kV41 + " --synthetic 7 --ids 5,7 --layer 14");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json d = json::parse(r.out);
+  EXPECT_EQ(d["layer"], 14);
+  EXPECT_EQ(d["table"]["rows"], 384016682);  // engram_num_embeddings[1]
+  ASSERT_EQ(d["lookups"].size(), 48u);
+  Result h = RunCli("hash --config " + kV41 + " --compressed-vocab-size 99092 --ids=5,7");
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_EQ(d["lookups"][47]["row"], json::parse(h.out)["rows"][1][1][23]);
+}
+
+TEST(CliLookup, BadInputsAreRefused) {
+  const fs::path dir = TempDir();
+  const fs::path table = PackedTable(dir);
+  Result out_of_range = RunCli("lookup --config " + kV41 + " --packed " + table.string() + " --rows 3");
+  EXPECT_NE(out_of_range.exit_code, 0);
+  EXPECT_THAT(out_of_range.err, HasSubstr("row id #0 is 3, outside [0, 3)"));
+  Write(dir / "short.packed", std::string(300, '\0'));
+  Result bad_size = RunCli("lookup --config " + kV41 + " --packed " + (dir / "short.packed").string() + " --rows 0");
+  EXPECT_NE(bad_size.exit_code, 0);
+  EXPECT_THAT(bad_size.err, HasSubstr("size 300 is not a multiple of the 264-byte row"));
+  // The hashed ids address a 384-M-row table: a 3-row file is the wrong table.
+  Result mismatch = RunCli("lookup --config " + kV41 + " --packed " + table.string() + " --ids 5");
+  EXPECT_NE(mismatch.exit_code, 0);
+  EXPECT_THAT(mismatch.err, HasSubstr("the table has 3 rows but layer 1 hashes into 384006168"));
+  Write(dir / "bad.safetensors", std::string("\x02\x00\x00\x00\x00\x00\x00\x00{}", 10));
+  Result missing = RunCli("lookup --config " + kV41 + " --table " + (dir / "bad.safetensors").string() + " --rows 0");
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_THAT(missing.err, HasSubstr("tensor 'layers.1.engram.embed.weight' not found"));
+  Result both = RunCli("lookup --config " + kV41 + " --synthetic 1 --packed " + table.string() + " --rows 0");
+  EXPECT_NE(both.exit_code, 0);
+  Result demo_tp = RunCli("lookup --config " + kDemo + " --compressed-vocab-size 129280 --synthetic 1 --rows 0 --world 2");
+  EXPECT_NE(demo_tp.exit_code, 0);
+  EXPECT_THAT(demo_tp.err, HasSubstr("demo-v1 defines no tensor-parallel sharding"));
+}
+
 }  // namespace
+
+// ---------------------------------------------------------------------------
+// engram token-map (spec/token_map.md)
+
+// vocab: "a", "Ġa" (" a"), "A", "Ã" (byte C3: partial UTF-8), "Ġ" (" "); added "<s>".
+// Hand derivation (§TOK.4): a -> 0, " a" -> "a" -> 0, A -> "a" -> 0, Ã -> U+FFFD -> key "Ã" -> 1,
+// " " -> " " -> 2, "<s>" -> 3.
+const char* kSmallTokenizer =
+    "{\"added_tokens\": [{\"id\": 5, \"content\": \"<s>\", \"special\": true}],"
+    " \"decoder\": {\"type\": \"ByteLevel\"},"
+    " \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"\\u0120a\": 1, \"A\": 2, \"\\u00c3\": 3, \"\\u0120\": 4},"
+    " \"merges\": []}}";
+
+TEST(CliTokenMap, BuildsMapSizeAndDigest) {
+  const fs::path tok = TempDir() / "tokenizer.json";
+  Write(tok, kSmallTokenizer);
+  Result r = RunCli("token-map --tokenizer " + tok.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json d = json::parse(r.out);
+  EXPECT_EQ(d["tokens"], 6);
+  EXPECT_EQ(d["compressed_size"], 4);
+  EXPECT_EQ(d["map"], json({0, 0, 0, 1, 2, 3}));
+  EXPECT_EQ(d["sha256"].get<std::string>().size(), 64u);
+  // The output is a token-map file: hash with it equals hash with the tokenizer.
+  const fs::path map = TempDir() / "tokmap.json";
+  Write(map, r.out);
+  Result a = RunCli("hash --config " + kDemo + " --tokenizer " + tok.string() + " --ids 0,1,2,3,4,5");
+  Result b = RunCli("hash --config " + kDemo + " --token-map " + map.string() + " --ids 0,1,2,3,4,5");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(json::parse(a.out)["rows"], json::parse(b.out)["rows"]);
+  EXPECT_EQ(json::parse(a.out)["compressed_ids"], json({0, 0, 0, 1, 2, 3}));
+  Result l = RunCli("layout --config " + kDemo + " --tokenizer " + tok.string());
+  ASSERT_EQ(l.exit_code, 0) << l.err;
+  EXPECT_EQ(json::parse(l.out)["compressed_vocab_size"], 4);
+  EXPECT_EQ(json::parse(l.out)["pad"]["compressed"], 0);  // raw pad 2 ("A") -> 0
+}
+
+TEST(CliTokenMap, RefusesV41SizeMismatchAndWritesNothing) {
+  const fs::path tok = TempDir() / "tokenizer2.json";
+  Write(tok, kSmallTokenizer);
+  const fs::path out = TempDir() / "never.json";
+  fs::remove(out);
+  Result r = RunCli("token-map --tokenizer " + tok.string() + " --config " + kV41 + " --out " + out.string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("engram_compressed_vocab_size"));
+  EXPECT_THAT(r.err, HasSubstr("99092"));
+  EXPECT_FALSE(fs::exists(out));
+  Result h = RunCli("hash --config " + kV41 + " --tokenizer " + tok.string() + " --ids 1");
+  EXPECT_NE(h.exit_code, 0);
+  EXPECT_THAT(h.err, HasSubstr("engram_compressed_vocab_size"));
+}
+
+TEST(CliTokenMap, BadTokenizersNameFileIdAndToken) {
+  const fs::path dir = TempDir();
+  Write(dir / "hole.json", "{\"decoder\": {\"type\": \"ByteLevel\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 2}}}");
+  Write(dir / "wp.json", "{\"decoder\": {\"type\": \"WordPiece\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}}");
+  Write(dir / "uni.json", "{\"decoder\": {\"type\": \"ByteLevel\"}, \"model\": {\"type\": \"Unigram\", \"vocab\": {\"a\": 0}}}");
+  Write(dir / "dup.json", "{\"decoder\": {\"type\": \"ByteLevel\"}, \"added_tokens\": [{\"id\": 0, \"content\": \"<s>\"}],"
+                          " \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}}");
+  struct Case {
+    std::string args;
+    std::vector<std::string> needles;
+  };
+  const Case cases[] = {
+      {"token-map --tokenizer " + (dir / "hole.json").string(), {"hole.json", "id 1", "hole", "\"b\""}},
+      {"token-map --tokenizer " + (dir / "wp.json").string(), {"wp.json", "decoder.type", "WordPiece"}},
+      {"token-map --tokenizer " + (dir / "uni.json").string(), {"uni.json", "model.type", "Unigram"}},
+      {"token-map --tokenizer " + (dir / "dup.json").string(), {"dup.json", "added_tokens[0]", "<s>", "id 0", "\"a\""}},
+      {"token-map --tokenizer /nonexistent/tokenizer.json", {"/nonexistent/tokenizer.json"}},
+      {"hash --config " + kDemo + " --tokenizer " + (dir / "hole.json").string() + " --token-map x.json --ids 1",
+       {"--tokenizer"}},
+  };
+  for (const Case& c : cases) {
+    Result r = RunCli(c.args);
+    EXPECT_NE(r.exit_code, 0) << c.args;
+    for (const std::string& n : c.needles) EXPECT_THAT(r.err, HasSubstr(n)) << c.args;
+    EXPECT_TRUE(r.out.empty()) << c.args;
+  }
+}
+
+// ---- engram gate (spec §FUS) ----
+
+TEST(CliGate, SyntheticRoundTripsThroughInputFile) {
+  // The synthetic mode prints its inputs; feeding them back gives the same result.
+  for (const std::string& cfg : {kV41, kDemo}) {
+    Result a = RunCli("gate --config " + cfg + " --synthetic 3");
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    json doc = json::parse(a.out);
+    const fs::path in = TempDir() / "gate_input.json";
+    Write(in, doc["input"].dump());
+    Result b = RunCli("gate --config " + cfg + " --input " + in.string());
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    json again = json::parse(b.out);
+    doc.erase("input");
+    EXPECT_EQ(doc, again);
+  }
+}
+
+TEST(CliGate, V41MaskedPositionKeepsX) {
+  const fs::path in = TempDir() / "gate_masked.json";
+  Write(in, R"({"x": [[1.5, -2, 0.25, 3]], "key": [[1, 1, 1, 1]], "value": [9, 9, 9, 9],
+               "qWeight": [[1, 1, 1, 1]], "kWeight": [[1, 1, 1, 1]], "masked": true})");
+  Result r = RunCli("gate --config " + kV41 + " --input " + in.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json doc = json::parse(r.out);
+  EXPECT_EQ(doc["streams"][0]["float32"]["gate"], 0.0);
+  EXPECT_EQ(doc["streams"][0]["float32"]["out_bf16"], json::parse("[1.5, -2.0, 0.25, 3.0]"));
+}
+
+TEST(CliGate, RefusesBadInput) {
+  const fs::path dir = TempDir();
+  Write(dir / "gate_short.json", R"({"x": [[1, 2]], "key": [[1]]})");
+  Result a = RunCli("gate --config " + kV41 + " --input " + (dir / "gate_short.json").string());
+  EXPECT_NE(a.exit_code, 0);
+  EXPECT_THAT(a.err, HasSubstr("gate_short.json: key[0] must be an array of 2 entries"));
+  Write(dir / "gate_missing.json", R"({"x": [[1, 2]], "key": [[1, 2]], "value": [1, 2], "qWeight": [[1, 1]]})");
+  Result b = RunCli("gate --config " + kV41 + " --input " + (dir / "gate_missing.json").string());
+  EXPECT_NE(b.exit_code, 0);
+  EXPECT_THAT(b.err, HasSubstr("missing key 'kWeight'"));
+  Write(dir / "gate_text.json", R"({"x": [["a"]], "key": [[1]], "value": [1], "qWeight": [[1]], "kWeight": [[1]]})");
+  Result c = RunCli("gate --config " + kV41 + " --input " + (dir / "gate_text.json").string());
+  EXPECT_NE(c.exit_code, 0);
+  EXPECT_THAT(c.err, HasSubstr("x[0][0] is \"a\", not a number"));
+  Result d = RunCli("gate --config " + kV41);
+  EXPECT_NE(d.exit_code, 0);
+  EXPECT_THAT(d.err, HasSubstr("--input FILE or --synthetic SEED"));
+  const fs::path out = dir / "gate_never.json";
+  fs::remove(out);
+  Result e = RunCli("gate --config " + kDemo + " --input " + (dir / "gate_short.json").string() + " --out " +
+                    out.string());
+  EXPECT_NE(e.exit_code, 0);
+  EXPECT_THAT(e.err, HasSubstr("missing key 'e'"));
+  EXPECT_FALSE(fs::exists(out));  // no partial output
+}
+
+// `engram explain` (docs/walkthrough.md): the same numbers as `engram hash` and
+// `engram lookup`, every intermediate present, the published V4.1 layout.
+TEST(CliExplain, JsonAgreesWithHashAndThePublishedLayout) {
+  Result e = RunCli("explain --config " + kV41 + " --compressed-vocab-size 99092 --ids=5,7,-1,9 --json");
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  json d = json::parse(e.out);
+  EXPECT_EQ(d["layers"][0]["multipliers"],
+            json({76632096046245LL, 4839876093313LL, 35959672319349LL, 73987337458391LL}));  // ENGRAM.md §3
+  EXPECT_EQ(d["layers"][1]["num_embeddings"], 384016682);
+  ASSERT_EQ(d["positions"].size(), 4u);
+  Result h = RunCli("hash --config " + kV41 + " --compressed-vocab-size 99092 --ids=5,7,-1,9");
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  json rows = json::parse(h.out)["rows"];
+  for (size_t p = 0; p < 4; ++p) {
+    for (size_t l = 0; l < 2; ++l) {
+      const json& lj = d["positions"][p]["layers"][l];
+      EXPECT_EQ(lj["rows"], rows[p][l]) << p << " " << l;
+      ASSERT_EQ(lj["mixes"].size(), 3u);
+      ASSERT_EQ(lj["residues"].size(), 24u);
+      for (size_t c = 0; c < 24; ++c) {  // §HASH.4 row = residue + offset
+        EXPECT_EQ(lj["rows"][c].get<int64_t>(),
+                  lj["residues"][c].get<int64_t>() + d["layers"][l]["offsets"][c].get<int64_t>());
+      }
+    }
+  }
+  // §HASH.2: position 2 is DEAD: every slot blocked, every token the compressed pad (2).
+  EXPECT_EQ(d["positions"][2]["blocked"], json({1, 1, 1, 1}));
+  EXPECT_EQ(d["positions"][2]["tokens"], json({2, 2, 2, 2}));
+  // position 3 sees itself only: the DEAD id blocks look-back.
+  EXPECT_EQ(d["positions"][3]["blocked"], json({0, 1, 1, 1}));
+  EXPECT_TRUE(d["positions"][0]["raw_id"].is_null());  // ids were compressed ids
+}
+
+TEST(CliExplain, TableHasEveryPositionAndColumn) {
+  Result e = RunCli("explain --config " + kV41 + " --compressed-vocab-size 99092 --ids=5,7,9 --positions 1");
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_THAT(e.out, HasSubstr("profile v4.1, V = 99092"));
+  EXPECT_THAT(e.out, HasSubstr("[76632096046245, 4839876093313, 35959672319349, 73987337458391]"));
+  EXPECT_THAT(e.out, HasSubstr("position 1"));
+  EXPECT_EQ(e.out.find("position 0"), std::string::npos);  // only the positions asked for in detail
+  // 24 column lines per layer: the last column of each layer is order 4, head 7 with its prime.
+  EXPECT_THAT(e.out, HasSubstr("  23  4     7    16000463"));  // layer 1's last prime (ENGRAM.md §4)
+  EXPECT_THAT(e.out, HasSubstr("  23  4     7    16000889"));  // layer 14's last prime
+}
+
+TEST(CliExplain, SyntheticRowsMatchLookupAndGatesAreGates) {
+  Result e = RunCli("explain --config " + kV41 + " --compressed-vocab-size 99092 --ids=5,-1,7 --json "
+                    "--synthetic-table 7 --preview 4");
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  json d = json::parse(e.out);
+  const json& l1 = d["positions"][0]["layers"][0];
+  ASSERT_EQ(l1["row_preview"].size(), 24u);
+  ASSERT_EQ(l1["row_preview"][0].size(), 4u);
+  // Layer 1's table is the synthetic table of seed 7 + layer id 1: `engram lookup` decodes the same row.
+  const int64_t row = l1["rows"][0].get<int64_t>();
+  Result lk = RunCli("lookup --config " + kV41 + " --synthetic 8 --rows " + std::to_string(row));
+  ASSERT_EQ(lk.exit_code, 0) << lk.err;
+  json values = json::parse(lk.out)["lookups"][0]["values"];
+  for (size_t j = 0; j < 4; ++j) EXPECT_EQ(l1["row_preview"][0][j], values[j]) << j;
+  for (size_t p : {0, 2}) {
+    ASSERT_EQ(d["positions"][p]["layers"][1]["gates"].size(), 4u);  // hc_mult 4 streams
+    for (const json& g : d["positions"][p]["layers"][1]["gates"]) {
+      EXPECT_GT(g.get<double>(), 0.0);
+      EXPECT_LT(g.get<double>(), 1.0);
+    }
+  }
+  // §FUS: gate 0 at a masked position.
+  EXPECT_EQ(d["positions"][1]["layers"][0]["gates"], json({0.0, 0.0, 0.0, 0.0}));
+  // demo-v1: negative ids pass through; float32 table rows and demo gates.
+  Result demo = RunCli("explain --config " + kDemo + " --compressed-vocab-size 1000 --ids=5,-7,9 --json "
+                       "--synthetic-table 3");
+  ASSERT_EQ(demo.exit_code, 0) << demo.err;
+  json dd = json::parse(demo.out);
+  EXPECT_EQ(dd["positions"][1]["compressed_id"], -7);
+  EXPECT_EQ(dd["positions"][2]["blocked"], json({0, 0, 0}));  // §HASH.2 demo: a negative id does not block
+  EXPECT_EQ(dd["positions"][2]["tokens"], json({9, -7, 5}));
+  EXPECT_EQ(dd["positions"][2]["layers"][0]["gates"].size(), 4u);
+}
+
+TEST(CliExplain, BadInputsAreRefused) {
+  Result a = RunCli("explain --config " + kV41 + " --compressed-vocab-size 99092 --ids=5,7 --positions 2");
+  EXPECT_NE(a.exit_code, 0);
+  EXPECT_THAT(a.err, HasSubstr("--positions: position 2 is outside the 2 ids"));
+  Result b = RunCli("explain --config " + kV41 + " --compressed-vocab-size 99092 --ids=5,-2");
+  EXPECT_NE(b.exit_code, 0);
+  EXPECT_THAT(b.err, HasSubstr("-2"));  // §HASH.1: names the position and the value
+  Result c = RunCli("explain --config " + kV41 + " --compressed-vocab-size 99092 --ids=5,x7");
+  EXPECT_NE(c.exit_code, 0);
+  EXPECT_THAT(c.err, HasSubstr("--ids: 'x7' is not a 64-bit integer"));
+  Result d = RunCli("explain --config " + kV41 + " --compressed-vocab-size 99092 --ids=5 --synthetic-table 1 "
+                    "--synthetic-dim 0");
+  EXPECT_NE(d.exit_code, 0);
+  EXPECT_THAT(d.err, HasSubstr("--synthetic-dim: must be in [1, 4096], got 0"));
+  const fs::path out = TempDir() / "explain_never.txt";
+  fs::remove(out);
+  Result e = RunCli("explain --config " + kV41 + " --compressed-vocab-size 99092 --ids=99092 --out " + out.string());
+  EXPECT_NE(e.exit_code, 0);
+  EXPECT_THAT(e.err, HasSubstr("99092"));
+  EXPECT_FALSE(fs::exists(out));  // no partial output
+}

@@ -18,6 +18,10 @@ void AddInputOptions(CLI::App* cmd, Inputs& in, bool config_required) {
   auto* v = cmd->add_option("--compressed-vocab-size", in.compressed_vocab_size,
                             "No token map: ids given are already compressed, V = this value");
   tm->excludes(v);
+  auto* tk = cmd->add_option("--tokenizer", in.tokenizer_path,
+                             "Hugging Face tokenizer.json: build the token map from it (§TOK); ids given are raw ids");
+  tk->excludes(tm);
+  tk->excludes(v);
 }
 
 Loaded Load(const Inputs& in) {
@@ -27,8 +31,9 @@ Loaded Load(const Inputs& in) {
   out.config = in.config_path.empty() ? V41FlashConfig() : LoadConfig(in.config_path, override_profile);
   int64_t v = 0;
   int64_t pad = out.config.pad_id;
-  if (!in.token_map_path.empty()) {
-    out.token_map = LoadTokenMapFile(in.token_map_path);
+  if (!in.token_map_path.empty() || !in.tokenizer_path.empty()) {
+    out.token_map = in.tokenizer_path.empty() ? LoadTokenMapFile(in.token_map_path)
+                                              : BuildTokenMapFromFile(in.tokenizer_path);
     v = out.token_map->compressed_size;
     pad = out.token_map->Lookup(out.config.pad_id, out.config.source + ": pad id");
   } else if (in.compressed_vocab_size != 0) {

@@ -24,6 +24,7 @@ struct Inputs {
   std::string config_path;
   std::string profile;
   std::string token_map_path;
+  std::string tokenizer_path;  // §TOK: build the token map from a tokenizer.json
   int64_t compressed_vocab_size = 0;
 };
 
@@ -51,7 +52,17 @@ void AddLayoutCommand(CLI::App& app);
 void AddHashCommand(CLI::App& app);
 void AddBenchCommand(CLI::App& app);
 void AddVectorsCommand(CLI::App& app);
+void AddLookupCommand(CLI::App& app);  // cmd_lookup.cc (§STO)
+void AddTokenMapCommand(CLI::App& app);
+
+// §TOK.1-§TOK.4 Loads a tokenizer.json and builds its token map (progress on
+// stderr when that takes more than a second). Defined in cmd_token_map.cc.
+TokenMap BuildTokenMapFromFile(const std::string& path);
 void AddContractCommand(CLI::App& app);
+void AddConformCommand(CLI::App& app);     // cmd_conform.cc (§CONF)
+void AddPluginHostCommand(CLI::App& app);  // cmd_plugin_host.cc (§CONF.3)
+void AddGateCommand(CLI::App& app);  // cmd_gate.cc (§FUS)
+void AddExplainCommand(CLI::App& app);  // cmd_explain.cc (docs/walkthrough.md)
 
 }  // namespace engram::cli
 

@@ -15,7 +15,13 @@ int main(int argc, char** argv) {
   engram::cli::AddHashCommand(app);
   engram::cli::AddBenchCommand(app);
   engram::cli::AddVectorsCommand(app);
+  engram::cli::AddLookupCommand(app);
+  engram::cli::AddTokenMapCommand(app);
   engram::cli::AddContractCommand(app);
+  engram::cli::AddConformCommand(app);
+  engram::cli::AddPluginHostCommand(app);
+  engram::cli::AddGateCommand(app);
+  engram::cli::AddExplainCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

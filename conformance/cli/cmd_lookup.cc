@@ -1,0 +1,191 @@
+// `engram lookup` (spec §STO): ids or row ids -> table rows, decoded, with the
+// stored bytes beside each row so that one position can be checked by hand.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "conformance/cli/common.h"
+#include "reference/error.h"
+#include "reference/hash.h"
+#include "reference/storage.h"
+
+namespace engram::cli {
+namespace {
+
+// JSON has no NaN or infinities: those become strings; -0 stays -0.0.
+ojson FloatJson(float f) {
+  if (std::isnan(f)) return "NaN";
+  if (std::isinf(f)) return f > 0 ? "inf" : "-inf";
+  return static_cast<double>(f);
+}
+
+std::string Hex(uint32_t v, int digits) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%0*x", digits, v);
+  return buf;
+}
+
+}  // namespace
+
+void AddLookupCommand(CLI::App& app) {
+  struct State {
+    Inputs in;
+    std::string table, tensor, packed, ids, rows, out;
+    uint64_t seed = 0;
+    bool edge_rows = false;
+    int64_t layer = -1;
+    int world = 0, rank = -1;
+  };
+  auto s = std::make_shared<State>();
+  auto* cmd = app.add_subcommand("lookup", "Look up and decode table rows (FP8 -> bf16; demo-v1: float rows)");
+  AddInputOptions(cmd, s->in, true);
+  auto* t = cmd->add_option("--table", s->table, "A .safetensors checkpoint holding <prefix>.weight and <prefix>.scale");
+  cmd->add_option("--tensor", s->tensor, "Tensor name prefix (default layers.<layer>.engram.embed)")->needs(t);
+  auto* p = cmd->add_option("--packed", s->packed, "A packed-row file (head_dim codes then head_dim/32 scales per row)");
+  auto* y = cmd->add_option("--synthetic", s->seed, "A synthetic table with this seed (§STO.5)");
+  cmd->add_flag("--edge-rows", s->edge_rows, "Synthetic table with edge rows (one in 8: NaN, scale 0x00/0xFF, ...)")->needs(y);
+  t->excludes(p)->excludes(y);
+  p->excludes(y);
+  auto* i = cmd->add_option("--ids", s->ids, "Comma-separated token ids: hashed first (§HASH), then looked up");
+  auto* r = cmd->add_option("--rows", s->rows, "Comma-separated table row ids, looked up directly");
+  i->excludes(r);
+  cmd->add_option("--layer", s->layer, "Engram layer id (default: the first of the configuration)");
+  auto* w = cmd->add_option("--world", s->world, "Tensor-parallel world size (row sharding, §STO.7)");
+  cmd->add_option("--rank", s->rank, "With --world: print this rank's masked partial instead of the all_reduce")->needs(w);
+  cmd->add_option("--out", s->out, "Write the JSON here instead of stdout");
+  cmd->callback([s] {
+    Loaded l = Load(s->in);
+    const Layout& layout = l.layout;
+    // The layer.
+    size_t li = 0;
+    if (s->layer >= 0) {
+      li = layout.layers.size();
+      for (size_t k = 0; k < layout.layers.size(); ++k) {
+        if (layout.layers[k].layer_id == s->layer) li = k;
+      }
+      if (li == layout.layers.size()) throw Error("--layer: " + std::to_string(s->layer) + " is not an Engram layer of " + l.config.source);
+    }
+    const LayerLayout& layer = layout.layers[li];
+    const int columns = layout.columns();
+    // The row ids.
+    if (s->ids.empty() == s->rows.empty()) throw Error("give exactly one of --ids and --rows");
+    std::vector<int64_t> row_ids, compressed;
+    if (!s->ids.empty()) {
+      const std::vector<int64_t> raw = ParseIntList(s->ids, "--ids");
+      compressed = l.token_map ? CompressIds(layout, *l.token_map, raw) : raw;
+      CheckCompressedIds(layout, compressed);
+      const std::vector<int64_t> all = HashSequence(layout, compressed);
+      const size_t per_pos = layout.layers.size() * static_cast<size_t>(columns);
+      for (size_t pos = 0; pos < compressed.size(); ++pos) {
+        for (int c = 0; c < columns; ++c) row_ids.push_back(all[pos * per_pos + li * static_cast<size_t>(columns) + static_cast<size_t>(c)]);
+      }
+    } else {
+      row_ids = ParseIntList(s->rows, "--rows");
+    }
+    ojson doc;
+    doc["profile"] = std::string(ProfileName(layout.profile));
+    doc["layer"] = layer.layer_id;
+    if (!compressed.empty()) {
+      doc["compressed_ids"] = compressed;
+      doc["columns"] = columns;
+    }
+    ojson lookups = ojson::array();
+    auto where = [&](size_t k, ojson& e) {
+      if (!compressed.empty()) {
+        e["position"] = k / static_cast<size_t>(columns);
+        e["column"] = k % static_cast<size_t>(columns);
+      }
+      e["row"] = row_ids[k];
+    };
+
+    if (layout.profile == Profile::kDemoV1) {
+      // §STO.10 demo-v1: float32 rows.
+      if (!s->table.empty() || !s->packed.empty()) {
+        throw Error("demo-v1 tables are float32 multi-head embeddings: only --synthetic SEED is supported");
+      }
+      if (s->world != 0) throw Error("--world: demo-v1 defines no tensor-parallel sharding");
+      auto table = SyntheticFloatTable(s->seed, layer.num_embeddings, l.config.head_dim);
+      doc["table"] = {{"source", table->name()}, {"rows", table->rows()}, {"width", table->width()}};
+      const std::vector<float> v = LookupFloatRows(*table, row_ids);
+      const size_t wd = static_cast<size_t>(table->width());
+      for (size_t k = 0; k < row_ids.size(); ++k) {
+        ojson e;
+        where(k, e);
+        ojson bits = ojson::array(), vals = ojson::array();
+        for (size_t j = 0; j < wd; ++j) {
+          uint32_t u;
+          std::memcpy(&u, &v[k * wd + j], 4);
+          bits.push_back(Hex(u, 8));
+          vals.push_back(FloatJson(v[k * wd + j]));
+        }
+        e["f32"] = bits;
+        e["values"] = vals;
+        lookups.push_back(e);
+      }
+      doc["lookups"] = lookups;
+      Emit(doc, s->out);
+      return;
+    }
+
+    // §STO.4 the table of this layer.
+    std::unique_ptr<RowSource> table;
+    if (!s->table.empty()) {
+      table = OpenSafetensors(s->table, s->tensor.empty() ? "layers." + std::to_string(layer.layer_id) + ".engram.embed" : s->tensor);
+    } else if (!s->packed.empty()) {
+      table = OpenPackedRows(s->packed, l.config.head_dim);
+    } else {
+      table = SyntheticTable(s->seed, layer.num_embeddings, l.config.head_dim, s->edge_rows);
+    }
+    if (table->head_dim() != l.config.head_dim) {
+      throw Error(table->name() + ": rows are " + std::to_string(table->head_dim()) + " wide but the configuration's head_dim is " +
+                  std::to_string(l.config.head_dim));
+    }
+    if (!compressed.empty() && table->rows() != layer.num_embeddings) {
+      throw Error(table->name() + ": the table has " + std::to_string(table->rows()) + " rows but layer " +
+                  std::to_string(layer.layer_id) + " hashes into " + std::to_string(layer.num_embeddings));
+    }
+    doc["table"] = {{"source", table->name()}, {"rows", table->rows()}, {"head_dim", table->head_dim()}};
+    // §STO.6 / §STO.7 the values.
+    std::vector<uint16_t> v;
+    if (s->world == 0) {
+      v = LookupRows(*table, row_ids);
+    } else if (s->rank >= 0) {
+      v = ShardLookup(*table, row_ids, s->rank, s->world);
+      const Shard sh = RowShard(table->rows(), s->rank, s->world);
+      doc["tp"] = {{"world", s->world}, {"rank", s->rank}, {"part", ShardPart(table->rows(), s->world)},
+                   {"owns", {sh.begin, sh.end}}, {"output", "this rank's partial: rows it does not own are +0"}};
+    } else {
+      std::vector<std::vector<uint16_t>> parts;
+      for (int rk = 0; rk < s->world; ++rk) parts.push_back(ShardLookup(*table, row_ids, rk, s->world));
+      v = ReduceShards(parts);
+      doc["tp"] = {{"world", s->world}, {"part", ShardPart(table->rows(), s->world)},
+                   {"output", "bf16 sum of all ranks' partials (the all_reduce)"}};
+    }
+    const size_t d = static_cast<size_t>(table->head_dim());
+    for (size_t k = 0; k < row_ids.size(); ++k) {
+      ojson e;
+      where(k, e);
+      if (s->world != 0) {
+        const int owner = OwnerRank(table->rows(), s->world, row_ids[k]);
+        e["owner_rank"] = owner;
+        e["local_row"] = row_ids[k] - RowShard(table->rows(), owner, s->world).begin;
+      }
+      const RowBytes b = table->Row(row_ids[k]);
+      e["codes"] = BytesHex(b.codes);
+      e["scales"] = BytesHex(b.scales);
+      ojson bits = ojson::array(), vals = ojson::array();
+      for (size_t j = 0; j < d; ++j) {
+        bits.push_back(Hex(v[k * d + j], 4));
+        vals.push_back(FloatJson(Bf16ToFloat(v[k * d + j])));
+      }
+      e["bf16"] = bits;
+      e["values"] = vals;
+      lookups.push_back(e);
+    }
+    doc["lookups"] = lookups;
+    Emit(doc, s->out);
+  });
+}
+
+}  // namespace engram::cli

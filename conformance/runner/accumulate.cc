@@ -1,0 +1,68 @@
+#include "conformance/runner/accumulate.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "reference/error.h"
+#include "reference/hash.h"
+
+namespace engram::conform {
+namespace {
+
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
+
+uint64_t SplitMix64(uint64_t z) {
+  z += kGolden;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+int64_t StreamId(bool v41, int64_t compressed_vocab_size, uint64_t seed, uint64_t i) {
+  const uint64_t w = SplitMix64(seed + i * kGolden);
+  // One position in 64 is special: DEAD in v4.1, a negative id in demo-v1.
+  if (v41 && (w >> 58) == 0) return kDead;
+  if (!v41 && (w >> 58) == 1) return -1 - static_cast<int64_t>((w >> 8) % 1000);
+  return static_cast<int64_t>(w % static_cast<uint64_t>(compressed_vocab_size));
+}
+
+std::string AccumulateHash(bool v41, int64_t compressed_vocab_size, uint64_t seed, int64_t n,
+                           const std::function<void(const std::vector<int64_t>&, std::vector<int64_t>&)>& hash_chunk) {
+  if (n < 0) throw Error("accumulate: n must be >= 0, got " + std::to_string(n));
+  if (compressed_vocab_size < 1) throw Error("accumulate: V must be >= 1");
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) throw Error("SHA-256 init failed");
+  constexpr int64_t kChunk = 65536;
+  std::vector<int64_t> ids;
+  std::vector<int64_t> rows;
+  std::vector<unsigned char> bytes;
+  for (int64_t at = 0; at < n; at += kChunk) {
+    const int64_t len = std::min(kChunk, n - at);
+    ids.resize(static_cast<size_t>(len));
+    for (int64_t i = 0; i < len; ++i) ids[static_cast<size_t>(i)] = StreamId(v41, compressed_vocab_size, seed, static_cast<uint64_t>(at + i));
+    rows.clear();
+    hash_chunk(ids, rows);
+    bytes.resize(rows.size() * 8);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const uint64_t u = static_cast<uint64_t>(rows[r]);
+      for (int b = 0; b < 8; ++b) bytes[r * 8 + static_cast<size_t>(b)] = static_cast<unsigned char>(u >> (8 * b));
+    }
+    if (EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) != 1) throw Error("SHA-256 update failed");
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_DigestFinal_ex(ctx.get(), digest, &len) != 1) throw Error("SHA-256 final failed");
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) {
+    out.push_back(kHex[digest[i] >> 4]);
+    out.push_back(kHex[digest[i] & 15]);
+  }
+  return out;
+}
+
+}  // namespace engram::conform

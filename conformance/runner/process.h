@@ -1,0 +1,53 @@
+// A child process spoken to in JSON lines over its stdin/stdout (§CONF.2).
+#ifndef ENGRAM_CONFORMANCE_RUNNER_PROCESS_H_
+#define ENGRAM_CONFORMANCE_RUNNER_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace engram::conform {
+
+class ChildProcess {
+ public:
+  // Starts `argv` (argv[0] is looked up in PATH) with pipes for stdin,
+  // stdout and stderr. Throws engram::Error when it cannot be started.
+  explicit ChildProcess(const std::vector<std::string>& argv);
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  // Writes one line (a newline is appended). False when the child is gone.
+  bool WriteLine(const std::string& line);
+
+  enum class ReadStatus { kLine, kTimeout, kClosed };
+  // Reads one line, waiting at most `timeout`.
+  ReadStatus ReadLine(std::string& line, std::chrono::milliseconds timeout);
+
+  // Kills the child (SIGKILL) if it still runs and reaps it.
+  void Kill();
+  // A description of how the child ended ("exit 3", "signal 11"), after
+  // ReadLine returned kClosed; waits briefly for the exit.
+  std::string ExitDescription();
+  // The last few KiB the child wrote to stderr.
+  std::string StderrTail();
+
+ private:
+  void DrainStderr();
+
+  pid_t pid_ = -1;
+  int in_fd_ = -1;
+  int out_fd_ = -1;
+  int err_fd_ = -1;
+  std::string out_buffer_;
+  std::string err_tail_;
+  int status_ = 0;
+  bool reaped_ = false;
+};
+
+}  // namespace engram::conform
+
+#endif  // ENGRAM_CONFORMANCE_RUNNER_PROCESS_H_

@@ -1,0 +1,771 @@
+// Tests of engram::cuda against the reference (reference/hash.h,
+// reference/storage.h). Expected values always come from the reference (an
+// independent scalar implementation) or from laws (x mod p by `%`).
+//
+//  * HostLauncher.* run everywhere: the kernels' per-element functions
+//    (engram_kernels.h), compiled by the host compiler, run by the host
+//    launcher over the same grid logic as the GPU launches. CI runs these.
+//  * Device.* run the same properties on a CUDA device, and GTEST_SKIP when
+//    cudaGetDeviceCount fails or finds none. Multi-rank tensor parallel needs
+//    >= 2 GPUs and is skipped otherwise.
+//
+// RapidCheck prints the seed and the shrunk case on failure. With
+// ENGRAM_CUDA_FAILCASE_DIR set, a failing case is also written there as a
+// vector-style JSON file <property>.json (layout, inputs, expected, got).
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cuda/engram_cuda.h"
+#include "cuda/engram_kernels.h"
+#include "reference/config.h"
+#include "reference/error.h"
+#include "reference/fusion.h"
+#include "reference/hash.h"
+#include "reference/layout.h"
+#include "reference/storage.h"
+#include "reference/token_map.h"
+
+namespace engram::cuda {
+namespace {
+
+using Ids = std::vector<int64_t>;
+constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+bool HaveDevice() { return DeviceCount() > 0; }
+
+#define SKIP_WITHOUT_DEVICE()                                                        \
+  do {                                                                               \
+    if (!HaveDevice()) GTEST_SKIP() << DeviceDescription(0);                         \
+  } while (0)
+
+// ---------------------------------------------------------------------------
+// Failing cases as vector-style JSON
+// ---------------------------------------------------------------------------
+
+nlohmann::ordered_json LayoutJson(const Layout& layout) {
+  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+  for (const LayerLayout& l : layout.layers) {
+    layers.push_back({{"layerId", l.layer_id}, {"multipliers", l.multipliers}, {"primes", l.primes},
+                      {"offsets", l.offsets}, {"numEmbeddings", l.num_embeddings}});
+  }
+  return {{"profile", std::string(ProfileName(layout.profile))}, {"compressedVocabSize", layout.compressed_vocab_size},
+          {"compressedPad", layout.pad}, {"maxNgram", layout.max_ngram}, {"heads", layout.heads}, {"layers", layers}};
+}
+
+// Writes {"algorithm": "ENGRAM-CUDA-FAILCASE", testGroups: [group + tests: [test]]}
+// to $ENGRAM_CUDA_FAILCASE_DIR/<property>.json. During shrinking each failing
+// run overwrites the file, so it ends holding the shrunk case.
+void WriteFailCase(const std::string& property, nlohmann::ordered_json group, nlohmann::ordered_json test) {
+  const char* dir = std::getenv("ENGRAM_CUDA_FAILCASE_DIR");
+  if (dir == nullptr || *dir == '\0') return;
+  test["tcId"] = 1;
+  test["result"] = "valid";
+  group["tests"] = nlohmann::ordered_json::array({test});
+  nlohmann::ordered_json doc = {{"algorithm", "ENGRAM-CUDA-FAILCASE"},
+                                {"property", property},
+                                {"generator", "cuda/engram_cuda_test.cc"},
+                                {"numberOfTests", 1},
+                                {"testGroups", nlohmann::ordered_json::array({group})}};
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path path = std::filesystem::path(dir) / (property + ".json");
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << doc.dump(1) << "\n";
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+// ---------------------------------------------------------------------------
+// Generators (rc::gen::inRange scales with the size and yields its lower
+// bound at size 0, so lengths are drawn as non-empty chunks plus explicit zeros)
+// ---------------------------------------------------------------------------
+
+Profile DrawProfile() { return *rc::gen::element(Profile::kV41, Profile::kDemoV1); }
+
+int64_t DrawVocab() {
+  if (*rc::gen::inRange(0, 10) < 7) return *rc::gen::inRange<int64_t>(1, 60);
+  return *rc::gen::elementOf(Ids{1, 2, 99092, int64_t{1} << 31, int64_t{1} << 40, int64_t{1} << 62, kInt64Max});
+}
+
+Layout DrawLayout(Profile profile, int64_t vocab) {
+  EngramConfig c = profile == Profile::kV41 ? V41FlashConfig() : DemoV1Config();
+  c.max_ngram = *rc::gen::inRange(2, 6);
+  c.heads = *rc::gen::inRange(1, 5);
+  const int n_layers = *rc::gen::inRange(1, 4);
+  std::vector<int64_t> layer_ids;
+  while (static_cast<int>(layer_ids.size()) < n_layers) {
+    const int64_t id = *rc::gen::inRange<int64_t>(0, 60);
+    if (std::find(layer_ids.begin(), layer_ids.end(), id) == layer_ids.end()) layer_ids.push_back(id);
+  }
+  c.layer_ids = layer_ids;
+  c.bases.clear();
+  if (profile == Profile::kV41) {
+    c.bases.assign(static_cast<size_t>(c.max_ngram - 1), *rc::gen::inRange<int64_t>(2, 80));
+    c.num_embeddings.clear();
+    c.compressed_vocab_size.reset();
+    c.seed = 0;
+  } else {
+    for (int i = 0; i < c.max_ngram - 1; ++i) c.bases.push_back(*rc::gen::inRange<int64_t>(2, 80));
+    c.seed = *rc::gen::inRange<int64_t>(0, 1000);
+  }
+  const int64_t pad = *rc::gen::inRange<int64_t>(0, std::min<int64_t>(vocab, 50));
+  return BuildLayout(c, vocab, pad);
+}
+
+// A compressed id: v4.1 in [0, V) or DEAD; demo-v1 < V, negatives included.
+int64_t DrawId(const Layout& layout) {
+  const int kind = *rc::gen::inRange(0, 20);
+  if (layout.profile == Profile::kV41) {
+    if (kind < 5) return kDead;
+    if (kind < 7) return layout.pad;
+    return *rc::gen::inRange<int64_t>(0, layout.compressed_vocab_size);
+  }
+  if (kind < 3) return *rc::gen::inRange<int64_t>(-5, 0);
+  if (kind < 5) return *rc::gen::inRange<int64_t>(kInt64Min, 0);
+  if (kind < 6) return *rc::gen::elementOf(Ids{kInt64Min, -(int64_t{1} << 62), -(int64_t{1} << 62) - 1, int64_t{-1}});
+  if (kind < 8) return layout.pad;
+  return *rc::gen::inRange<int64_t>(0, layout.compressed_vocab_size);
+}
+
+// Chunk sizes (zeros and one-token decode steps included) adding up to n.
+std::vector<int64_t> DrawChunks(int64_t n) {
+  std::vector<int64_t> chunks;
+  int64_t left = n;
+  while (left > 0) {
+    if (*rc::gen::inRange(0, 4) == 1) chunks.push_back(0);
+    // Half the time a decode step of one id, else a prefill chunk.
+    const int64_t c = *rc::gen::arbitrary<bool>() ? 1 : *rc::gen::inRange<int64_t>(1, left + 1);
+    chunks.push_back(c);
+    left -= c;
+  }
+  if (*rc::gen::arbitrary<bool>()) chunks.push_back(0);
+  return chunks;
+}
+
+// A random permutation of 0..n-1 (Fisher-Yates on drawn indices).
+std::vector<int32_t> DrawPermutation(int32_t n) {
+  std::vector<int32_t> p(static_cast<size_t>(n));
+  std::iota(p.begin(), p.end(), 0);
+  for (int32_t i = n - 1; i > 0; --i) std::swap(p[static_cast<size_t>(i)], p[static_cast<size_t>(*rc::gen::inRange(0, i + 1))]);
+  return p;
+}
+
+// ---------------------------------------------------------------------------
+// Hash properties, for either backend
+// ---------------------------------------------------------------------------
+
+// Several sequences (own slots, random slot numbers), each cut into chunks;
+// batch b carries the b-th chunk of every sequence that has one, in a random
+// order. Every batch's rows and the final slot states equal the reference
+// HashState fed the same chunks (§HASH.4, §HASH.5).
+template <class Backend>
+void HashBatchesMatchReference(const std::string& property) {
+  const Profile profile = DrawProfile();
+  const Layout layout = DrawLayout(profile, DrawVocab());
+  const int32_t nseq = *rc::gen::inRange(1, 6);
+  const int32_t slots = nseq + *rc::gen::inRange(0, 3);
+  const std::vector<int32_t> slot_perm = DrawPermutation(slots);
+  std::vector<Ids> seqs;
+  std::vector<std::vector<int64_t>> chunks;
+  size_t batches = 0;
+  for (int32_t q = 0; q < nseq; ++q) {
+    const int n = *rc::gen::inRange(0, 30);
+    Ids ids;
+    for (int i = 0; i < n; ++i) ids.push_back(DrawId(layout));
+    seqs.push_back(ids);
+    chunks.push_back(DrawChunks(n));
+    batches = std::max(batches, chunks.back().size());
+  }
+  Hasher<Backend> hasher(layout, slots);
+  std::vector<HashState> ref(static_cast<size_t>(nseq), HashState(layout));
+  std::vector<int64_t> consumed(static_cast<size_t>(nseq), 0);
+  nlohmann::ordered_json done = nlohmann::ordered_json::array();
+  for (size_t b = 0; b < batches; ++b) {
+    std::vector<int32_t> order = DrawPermutation(nseq);
+    std::vector<int32_t> batch_slots;
+    Ids lengths, flat, expected;
+    for (int32_t q : order) {
+      const auto& ch = chunks[static_cast<size_t>(q)];
+      if (b >= ch.size()) continue;
+      const int64_t len = ch[b];
+      const auto begin = seqs[static_cast<size_t>(q)].begin() + consumed[static_cast<size_t>(q)];
+      const Ids piece(begin, begin + len);
+      consumed[static_cast<size_t>(q)] += len;
+      batch_slots.push_back(slot_perm[static_cast<size_t>(q)]);
+      lengths.push_back(len);
+      flat.insert(flat.end(), piece.begin(), piece.end());
+      ref[static_cast<size_t>(q)].Append(piece, expected);
+    }
+    const Ids got = hasher.Append(batch_slots, lengths, flat);
+    nlohmann::ordered_json batch = {{"slots", batch_slots}, {"lengths", lengths}, {"ids", flat}};
+    if (got != expected) {
+      batch["expectedRows"] = expected;
+      batch["gotRows"] = got;
+      done.push_back(batch);
+      WriteFailCase(property, {{"type", "CudaHashBatches"}, {"layout", LayoutJson(layout)}, {"slots", slots}},
+                    {{"comment", "rows of the last batch differ from reference HashState"},
+                     {"flags", {"CudaMismatch"}}, {"specRef", {"§HASH.4", "§HASH.5"}}, {"batches", done}});
+      RC_FAIL("rows of batch " + std::to_string(b) + " differ from the reference");
+    }
+    done.push_back(batch);
+  }
+  for (int32_t q = 0; q < nseq; ++q) {
+    const SlotState s = hasher.GetSlot(slot_perm[static_cast<size_t>(q)]);
+    const HashState& r = ref[static_cast<size_t>(q)];
+    if (s.position != r.position() || s.history != r.History()) {
+      WriteFailCase(property, {{"type", "CudaHashBatches"}, {"layout", LayoutJson(layout)}, {"slots", slots}},
+                    {{"comment", "slot state of sequence " + std::to_string(q) + " differs from reference HashState"},
+                     {"flags", {"CudaMismatch"}}, {"specRef", {"§HASH.5"}}, {"batches", done},
+                     {"slot", slot_perm[static_cast<size_t>(q)]},
+                     {"expectedState", {{"position", r.position()}, {"history", r.History()}}},
+                     {"gotState", {{"position", s.position}, {"history", s.history}}}});
+      RC_FAIL("slot state differs from the reference");
+    }
+  }
+}
+
+// Raw tokenizer ids through a token map (and a v4.1 mask) on the backend
+// equal CompressIds + HashState (§HASH.1).
+template <class Backend>
+void RawIdsMatchReference(const std::string& property) {
+  const Profile profile = DrawProfile();
+  const int64_t v = *rc::gen::inRange<int64_t>(1, 40);
+  const Layout layout = DrawLayout(profile, v);
+  const int64_t tokens = *rc::gen::inRange<int64_t>(1, 60);
+  TokenMap map;
+  map.source = "<random map>";
+  map.compressed_size = v;
+  for (int64_t r = 0; r < tokens; ++r) map.map.push_back(*rc::gen::inRange<int64_t>(0, v));
+  const int32_t nseq = *rc::gen::inRange(1, 4);
+  Hasher<Backend> hasher(layout, nseq, &map);
+  std::vector<HashState> ref(static_cast<size_t>(nseq), HashState(layout));
+  for (int round = 0; round < 2; ++round) {
+    std::vector<int32_t> slots;
+    Ids lengths, raw, expected;
+    std::vector<uint8_t> mask;
+    const bool use_mask = profile == Profile::kV41 && *rc::gen::arbitrary<bool>();
+    for (int32_t q = 0; q < nseq; ++q) {
+      const int n = *rc::gen::inRange(0, 12);
+      Ids piece;
+      for (int i = 0; i < n; ++i) {
+        const int kind = *rc::gen::inRange(0, 10);
+        int64_t id = *rc::gen::inRange<int64_t>(0, tokens);
+        if (kind < 2) id = profile == Profile::kV41 ? -1 : *rc::gen::inRange<int64_t>(kInt64Min, 0);
+        piece.push_back(id);
+        if (use_mask) mask.push_back(*rc::gen::inRange(0, 4) == 0 ? 0 : 1);
+      }
+      const std::span<const uint8_t> piece_mask =
+          use_mask ? std::span<const uint8_t>(mask).subspan(raw.size(), piece.size()) : std::span<const uint8_t>();
+      ref[static_cast<size_t>(q)].Append(CompressIds(layout, map, piece, piece_mask), expected);
+      slots.push_back(q);
+      lengths.push_back(n);
+      raw.insert(raw.end(), piece.begin(), piece.end());
+    }
+    const Ids got = hasher.Append(slots, lengths, raw, mask);
+    if (got != expected) {
+      WriteFailCase(property, {{"type", "CudaHashRawIds"}, {"layout", LayoutJson(layout)}, {"tokenMap", map.map}},
+                    {{"comment", "raw ids through the token map"}, {"flags", {"CudaMismatch"}},
+                     {"specRef", {"§HASH.1"}}, {"slots", slots}, {"lengths", lengths}, {"ids", raw},
+                     {"mask", mask}, {"expectedRows", expected}, {"gotRows", got}});
+      RC_FAIL("raw-id rows differ from CompressIds + HashState");
+    }
+  }
+}
+
+// A refused id throws, names its position, and changes no slot; a state
+// copied into another slot (fork) or set from the reference continues exactly
+// like the reference (§HASH.5 2, §HASH.6 fork).
+template <class Backend>
+void RefusalAndForkMatchReference() {
+  const Profile profile = DrawProfile();
+  const Layout layout = DrawLayout(profile, *rc::gen::inRange<int64_t>(1, 60));
+  Hasher<Backend> hasher(layout, 3);
+  HashState ref(layout);
+  Ids prefix;
+  const int n = *rc::gen::inRange(0, 12);
+  for (int i = 0; i < n; ++i) prefix.push_back(DrawId(layout));
+  const std::vector<int32_t> slot0{0};
+  hasher.Append(slot0, Ids{n}, prefix);
+  Ids sink;
+  ref.Append(prefix, sink);
+
+  // Refused: V (always too large), or for v4.1 a negative id other than DEAD.
+  Ids bad = prefix;
+  const size_t at = *rc::gen::inRange<size_t>(0, bad.size() + 1);
+  const int64_t bad_id = profile == Profile::kV41 && *rc::gen::arbitrary<bool>() ? int64_t{-2} : layout.compressed_vocab_size;
+  bad.insert(bad.begin() + static_cast<std::ptrdiff_t>(at), bad_id);
+  const SlotState before = hasher.GetSlot(0);
+  bool threw = false;
+  try {
+    hasher.Append(slot0, Ids{static_cast<int64_t>(bad.size())}, bad);
+  } catch (const Error& e) {
+    threw = std::string(e.what()).find("position " + std::to_string(at) + " (id " + std::to_string(bad_id) + ")") !=
+            std::string::npos;
+  }
+  RC_ASSERT(threw);
+  const SlotState after = hasher.GetSlot(0);
+  RC_ASSERT(after.position == before.position);
+  RC_ASSERT(after.history == before.history);
+
+  // Fork slot 0 into slot 1, import the reference's exported state into slot 2.
+  hasher.SetSlot(1, hasher.GetSlot(0));
+  hasher.SetSlot(2, SlotState{ref.position(), ref.History()});
+  HashState fork = ref;  // copying a HashState forks it
+  Ids a, b;
+  for (int i = 0; i < 5; ++i) a.push_back(DrawId(layout));
+  for (int i = 0; i < 4; ++i) b.push_back(DrawId(layout));
+  Ids expected_a, expected_b;
+  ref.Append(a, expected_a);
+  fork.Append(b, expected_b);
+  const Ids got = hasher.Append(std::vector<int32_t>{1, 0, 2}, Ids{4, 5, 5}, [&] {
+    Ids flat = b;
+    flat.insert(flat.end(), a.begin(), a.end());
+    flat.insert(flat.end(), a.begin(), a.end());
+    return flat;
+  }());
+  Ids expected = expected_b;
+  expected.insert(expected.end(), expected_a.begin(), expected_a.end());
+  expected.insert(expected.end(), expected_a.begin(), expected_a.end());
+  RC_ASSERT(got == expected);
+}
+
+// ---------------------------------------------------------------------------
+// Lookup properties, for either backend
+// ---------------------------------------------------------------------------
+
+struct DrawnTable {
+  std::unique_ptr<RowSource> table;
+  uint64_t seed = 0;
+};
+
+DrawnTable DrawTable(int64_t min_rows = 1) {
+  DrawnTable t;
+  t.seed = *rc::gen::arbitrary<uint64_t>();
+  const int64_t head_dim = *rc::gen::elementOf(Ids{32, 64, 256});
+  const int64_t rows = min_rows + *rc::gen::inRange<int64_t>(0, 200);
+  t.table = SyntheticTable(t.seed, rows, head_dim, /*edge_rows=*/true);
+  return t;
+}
+
+Ids DrawRowIds(int64_t rows) {
+  const int n = *rc::gen::inRange(0, 40);
+  Ids ids;
+  for (int i = 0; i < n; ++i) ids.push_back(*rc::gen::inRange<int64_t>(0, rows));
+  return ids;
+}
+
+void LookupFailCase(const std::string& property, const DrawnTable& t, const Ids& ids, const std::vector<uint16_t>& expected,
+                    const std::vector<uint16_t>& got, nlohmann::ordered_json extra = nlohmann::ordered_json::object()) {
+  nlohmann::ordered_json test = {{"comment", "decoded rows differ from the reference"},
+                                 {"flags", {"CudaMismatch"}},
+                                 {"specRef", {"§STO.3", "§STO.6", "§STO.7"}},
+                                 {"rowIds", ids},
+                                 {"expected", Bf16Hex(expected)},
+                                 {"got", Bf16Hex(got)}};
+  for (auto& [k, v] : extra.items()) test[k] = v;
+  WriteFailCase(property,
+                {{"type", "CudaLookup"}, {"table", {{"synthetic", true}, {"seed", t.seed}, {"rows", t.table->rows()},
+                                                     {"headDim", t.table->head_dim()}, {"edgeRows", true}}}},
+                test);
+}
+
+// §STO.6 Lookup + decode from backend memory or mapped host memory equals
+// LookupRows bit for bit (NaN included: both give 0x7FC0).
+template <class Backend>
+void LookupMatchesReference(const std::string& property) {
+  const DrawnTable t = DrawTable();
+  const TableMemory memory = *rc::gen::element(TableMemory::kBackend, TableMemory::kHostMapped);
+  const Ids ids = DrawRowIds(t.table->rows());
+  Lookup<Backend> lookup(*t.table, memory);
+  const std::vector<uint16_t> got = lookup.Rows(ids);
+  const std::vector<uint16_t> expected = LookupRows(*t.table, ids);
+  if (got != expected) {
+    LookupFailCase(property, t, ids, expected, got, {{"memory", memory == TableMemory::kBackend ? "backend" : "hostMapped"}});
+    RC_FAIL("lookup differs from LookupRows");
+  }
+  // An id outside [0, rows) is refused, naming its index.
+  Ids bad = ids;
+  const size_t at = *rc::gen::inRange<size_t>(0, bad.size() + 1);
+  bad.insert(bad.begin() + static_cast<std::ptrdiff_t>(at), *rc::gen::element(int64_t{-1}, t.table->rows()));
+  try {
+    lookup.Rows(bad);
+    RC_FAIL("an id outside the table was accepted");
+  } catch (const Error& e) {
+    RC_ASSERT(std::string(e.what()).find("index " + std::to_string(at)) != std::string::npos);
+  }
+}
+
+// §STO.7 A rank's shard lookup equals ShardLookup bit for bit.
+template <class Backend>
+void ShardLookupMatchesReference(const std::string& property) {
+  const DrawnTable t = DrawTable();
+  const int world = *rc::gen::inRange(1, 9);
+  const int rank = *rc::gen::inRange(0, world);
+  const Shard s = RowShard(t.table->rows(), rank, world);
+  const Ids ids = DrawRowIds(t.table->rows());
+  Lookup<Backend> lookup(*t.table, TableMemory::kBackend, s.begin, s.end);
+  const std::vector<uint16_t> got = lookup.Rows(ids);
+  const std::vector<uint16_t> expected = ShardLookup(*t.table, ids, rank, world);
+  if (got != expected) {
+    LookupFailCase(property, t, ids, expected, got, {{"rank", rank}, {"world", world}});
+    RC_FAIL("shard lookup differs from ShardLookup");
+  }
+}
+
+// The hash output feeds the lookup directly: layer li's columns of
+// rows[t][layer][col] are read in place (id_group/id_stride/id_offset), and
+// equal LookupRows of those ids in a table of the layer's num_embeddings rows.
+template <class Backend>
+void HashThenLookupMatchesReference() {
+  const Profile profile = DrawProfile();
+  const Layout layout = DrawLayout(profile, *rc::gen::inRange<int64_t>(1, 60));
+  Ids ids;
+  const int n = *rc::gen::inRange(0, 20);
+  for (int i = 0; i < n; ++i) ids.push_back(DrawId(layout));
+  Hasher<Backend> hasher(layout, 1);
+  const Ids rows = hasher.Append(std::vector<int32_t>{0}, Ids{n}, ids);
+  const size_t li = *rc::gen::inRange<size_t>(0, layout.layers.size());
+  const int64_t cols = layout.columns();
+  const int64_t layers = static_cast<int64_t>(layout.layers.size());
+  const auto table = SyntheticTable(*rc::gen::arbitrary<uint64_t>(), layout.layers[li].num_embeddings, 32, true);
+  Ids layer_ids;
+  for (int t = 0; t < n; ++t) {
+    for (int64_t c = 0; c < cols; ++c) layer_ids.push_back(rows[static_cast<size_t>((t * layers + static_cast<int64_t>(li)) * cols + c)]);
+  }
+  Lookup<Backend> lookup(*table, TableMemory::kBackend);
+  Backend& b = lookup.backend();
+  Buffer<Backend> d_rows(&b, std::max<size_t>(8, rows.size() * 8));
+  Buffer<Backend> d_out(&b, std::max<size_t>(16, layer_ids.size() * 32 * 2));
+  if (!rows.empty()) b.ToBackend(d_rows.template as<void>(), rows.data(), rows.size() * 8);
+  lookup.Launch(d_rows.template as<int64_t>(), static_cast<int64_t>(layer_ids.size()), d_out.template as<uint16_t>(), cols,
+                layers * cols, static_cast<int64_t>(li) * cols);
+  lookup.Finish();
+  std::vector<uint16_t> got(layer_ids.size() * 32);
+  if (!got.empty()) b.ToHost(got.data(), d_out.template as<void>(), got.size() * 2);
+  RC_ASSERT(got == LookupRows(*table, layer_ids));
+}
+
+// ---------------------------------------------------------------------------
+// §FUS.3 v4.1 gate + update, for either backend
+// ---------------------------------------------------------------------------
+
+// bf16 bits from a counter-based generator (SplitMix64): mostly finite
+// values of moderate size, sometimes +-0, NaN, inf, huge or subnormal values.
+// The values come from one drawn seed rather than one RapidCheck draw each,
+// so that shrinking a failure (thousands of values at dim 5120) only shrinks
+// the shape and stays fast.
+struct Bf16Source {
+  uint64_t state;
+  uint64_t Next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  uint16_t Draw() {
+    const uint64_t r = Next();
+    const int kind = static_cast<int>(r % 40);
+    const uint16_t sign = (r >> 8) & 1 ? 0x8000 : 0;
+    const uint16_t mant = static_cast<uint16_t>((r >> 16) & 0x7F);
+    const uint16_t e = static_cast<uint16_t>((r >> 24) % 14);
+    if (kind < 34) return static_cast<uint16_t>(sign | ((118 + e) << 7) | mant);  // ~2^-9 .. 2^4
+    if (kind < 36) return sign;                                                   // +-0
+    if (kind < 37) return static_cast<uint16_t>(0x7FC0 | mant | sign);            // NaN
+    if (kind < 38) return static_cast<uint16_t>(0x7F80 | sign);                   // inf
+    if (kind < 39) return static_cast<uint16_t>(sign | ((200 + e * 3) << 7) | mant);  // huge
+    return static_cast<uint16_t>(sign | mant);                                    // subnormal
+  }
+  std::vector<uint16_t> Draw(size_t n) {
+    std::vector<uint16_t> v(n);
+    for (auto& x : v) x = Draw();
+    return v;
+  }
+};
+
+bool SameFloat(float a, double ref) {
+  const float r = static_cast<float>(ref);  // the mirror's values are float32 values
+  if (std::isnan(a) || std::isnan(r)) return std::isnan(a) && std::isnan(r);
+  return std::memcmp(&a, &r, sizeof a) == 0;
+}
+
+// Output bits, dot and gate equal FuseV41Stream(..., kFloat32) exactly.
+template <class Backend>
+void FusionV41MatchesMirror(const std::string& property) {
+  const int32_t hc = *rc::gen::inRange(1, 5);
+  const int32_t dim = *rc::gen::inRange(0, 10) == 0 ? *rc::gen::element(256, 5120) : *rc::gen::inRange(1, 80);
+  const int tokens = *rc::gen::inRange(0, 5);
+  const double eps = *rc::gen::element(1e-20, 1e-6, 0.0);
+  const size_t sd = static_cast<size_t>(dim), shc = static_cast<size_t>(hc);
+  Bf16Source src{*rc::gen::arbitrary<uint64_t>()};
+  const std::vector<uint16_t> qw = src.Draw(shc * sd), kw = src.Draw(shc * sd);
+  const std::vector<uint16_t> x = src.Draw(static_cast<size_t>(tokens) * shc * sd);
+  const std::vector<uint16_t> key = src.Draw(x.size()), value = src.Draw(static_cast<size_t>(tokens) * sd);
+  std::vector<uint8_t> live;
+  if (*rc::gen::arbitrary<bool>()) {
+    for (int t = 0; t < tokens; ++t) live.push_back(*rc::gen::inRange(0, 3) == 0 ? 0 : 1);
+  }
+  FusionV41<Backend> fusion(hc, dim, eps, qw, kw);
+  const std::vector<uint16_t> out = fusion.Apply(x, key, value, live);
+  for (size_t t = 0; t < static_cast<size_t>(tokens); ++t) {
+    for (size_t c = 0; c < shc; ++c) {
+      const size_t at = (t * shc + c) * sd;
+      auto span_of = [&](const std::vector<uint16_t>& v, size_t from) { return std::span<const uint16_t>(v).subspan(from, sd); };
+      const V41StreamTrace ref = FuseV41Stream(span_of(x, at), span_of(key, at), span_of(value, t * sd), span_of(qw, c * sd),
+                                               span_of(kw, c * sd), eps, !live.empty() && live[t] == 0, Precision::kFloat32);
+      const std::vector<uint16_t> got(out.begin() + static_cast<std::ptrdiff_t>(at), out.begin() + static_cast<std::ptrdiff_t>(at + sd));
+      const bool ok = got == ref.out_bf16 && SameFloat(fusion.dots()[t * shc + c], ref.dot) &&
+                      SameFloat(fusion.gates()[t * shc + c], ref.gate);
+      if (!ok) {
+        WriteFailCase(property, {{"type", "CudaFusionV41"}, {"hc", hc}, {"dim", dim}, {"eps", FloatHex(eps)},
+                                 {"qWeight", Bf16Hex(qw)}, {"kWeight", Bf16Hex(kw)}},
+                      {{"comment", "token " + std::to_string(t) + " stream " + std::to_string(c) + " differs from the float32 mirror"},
+                       {"flags", {"CudaMismatch"}}, {"specRef", {"§FUS.3", "§FUS.4", "§FUS.8"}},
+                       {"x", Bf16Hex(x)}, {"key", Bf16Hex(key)}, {"value", Bf16Hex(value)}, {"live", live},
+                       {"expectedDot", FloatHex(ref.dot)}, {"gotDot", FloatHex(fusion.dots()[t * shc + c])},
+                       {"expectedGate", FloatHex(ref.gate)}, {"gotGate", FloatHex(fusion.gates()[t * shc + c])},
+                       {"expectedOut", Bf16Hex(ref.out_bf16)}, {"gotOut", Bf16Hex(got)}});
+        RC_FAIL("fusion differs from FuseV41Stream(float32) at token " + std::to_string(t) + " stream " + std::to_string(c));
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// HostLauncher: everywhere
+// ---------------------------------------------------------------------------
+
+// §STO.3 Every (code, scale) pair: the integer decode of the kernels equals
+// the reference's float decode bit for bit.
+TEST(HostLauncher, DecodeElementExhaustive_STO3) {
+  int mismatches = 0;
+  for (int code = 0; code < 256; ++code) {
+    for (int scale = 0; scale < 256; ++scale) {
+      const uint16_t got = DecodeElementBits(static_cast<uint8_t>(code), static_cast<uint8_t>(scale));
+      const uint16_t want = DecodeElement(static_cast<uint8_t>(code), static_cast<uint8_t>(scale));
+      if (got != want && ++mismatches <= 10) {
+        ADD_FAILURE() << "code 0x" << std::hex << code << " scale 0x" << scale << ": got 0x" << got << " want 0x" << want;
+      }
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+// §HASH.7 ModP equals `%` for random x and p in [2, 2^63), and at the edges.
+RC_GTEST_PROP(HostLauncher, ModPEqualsPercent_HASH7, (uint64_t x)) {
+  const int bits = *rc::gen::inRange(2, 64);
+  const uint64_t p = std::max<uint64_t>(2, *rc::gen::arbitrary<uint64_t>() >> (64 - bits)) & ((uint64_t{1} << 63) - 1);
+  const uint64_t q = std::max<uint64_t>(p, 2);
+  const uint64_t m = UINT64_MAX / q;
+  RC_ASSERT(ModP(x, q, m) == x % q);
+  for (uint64_t edge : {uint64_t{0}, uint64_t{1}, q - 1, q, q + 1, UINT64_MAX, UINT64_MAX - 1, uint64_t{1} << 63}) {
+    RC_ASSERT(ModP(edge, q, m) == edge % q);
+  }
+}
+
+RC_GTEST_PROP(HostLauncher, HashBatchesMatchReference_HASH5, ()) { HashBatchesMatchReference<HostBackend>("HostHashBatches"); }
+RC_GTEST_PROP(HostLauncher, RawIdsMatchReference_HASH1, ()) { RawIdsMatchReference<HostBackend>("HostRawIds"); }
+RC_GTEST_PROP(HostLauncher, RefusalAndForkMatchReference_HASH6, ()) { RefusalAndForkMatchReference<HostBackend>(); }
+RC_GTEST_PROP(HostLauncher, LookupMatchesReference_STO6, ()) { LookupMatchesReference<HostBackend>("HostLookup"); }
+RC_GTEST_PROP(HostLauncher, ShardLookupMatchesReference_STO7, ()) { ShardLookupMatchesReference<HostBackend>("HostShard"); }
+RC_GTEST_PROP(HostLauncher, HashThenLookupMatchesReference, ()) { HashThenLookupMatchesReference<HostBackend>(); }
+
+// §STO.7 The emulated all_reduce over any world equals ReduceShards of the
+// reference's ShardLookups: bit for bit, NaN matching NaN (§STO.9: the GPU's
+// canonical NaN is 0x7FFF, the reference's 0x7FC0); world 1 exactly.
+RC_GTEST_PROP(HostLauncher, TensorParallelMatchesReduceShards_STO7, ()) {
+  const DrawnTable t = DrawTable();
+  const int world = *rc::gen::inRange(1, 9);
+  const Ids ids = DrawRowIds(t.table->rows());
+  const std::vector<uint16_t> got = HostTensorParallelLookup(*t.table, ids, world);
+  std::vector<std::vector<uint16_t>> partials;
+  for (int r = 0; r < world; ++r) partials.push_back(ShardLookup(*t.table, ids, r, world));
+  const std::vector<uint16_t> expected = ReduceShards(partials);
+  RC_ASSERT(got.size() == expected.size());
+  bool ok = true;
+  for (size_t i = 0; i < got.size(); ++i) ok = ok && (world == 1 ? got[i] == expected[i] : Bf16Match(got[i], expected[i]));
+  if (!ok) {
+    LookupFailCase("HostTensorParallel", t, ids, expected, got, {{"world", world}});
+    RC_FAIL("tensor-parallel sum differs from ReduceShards");
+  }
+}
+
+RC_GTEST_PROP(HostLauncher, FusionV41MatchesFloat32Mirror_FUS3, ()) { FusionV41MatchesMirror<HostBackend>("HostFusionV41"); }
+
+TEST(HostLauncher, BatchArgumentErrors) {
+  const Layout layout = BuildLayout(V41FlashConfig(), 99092, 2);
+  HostHasher h(layout, 2);
+  EXPECT_THROW(h.Append(std::vector<int32_t>{0, 0}, Ids{1, 1}, Ids{1, 2}), Error);  // slot twice
+  EXPECT_THROW(h.Append(std::vector<int32_t>{2}, Ids{1}, Ids{1}), Error);           // no such slot
+  EXPECT_THROW(h.Append(std::vector<int32_t>{0}, Ids{2}, Ids{1}), Error);           // lengths != ids
+  EXPECT_THROW(h.SetSlot(0, SlotState{5, Ids{1, 2}}), Error);                      // needs 3 history ids
+  try {
+    h.Append(std::vector<int32_t>{0, 1}, Ids{1, 2}, Ids{4, 5, 99092});
+    FAIL() << "id 99092 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("position 2 (id 99092)"), std::string::npos) << e.what();
+  }
+}
+
+// The V4.1-Flash layout on a longer batch (the shapes the benchmark uses).
+TEST(HostLauncher, V41FlashBatchMatchesReference) {
+  const Layout layout = BuildLayout(V41FlashConfig(), 99092, 2);
+  HostHasher h(layout, 4);
+  std::vector<HashState> ref(4, HashState(layout));
+  uint64_t s = 12345;
+  auto next = [&] { s = s * 6364136223846793005ull + 1442695040888963407ull; return s >> 33; };
+  for (int step = 0; step < 6; ++step) {
+    Ids lengths, flat, expected;
+    for (int q = 0; q < 4; ++q) {
+      const int64_t n = step == 0 ? 100 + 37 * q : 1;  // a prefill, then decode steps
+      Ids piece;
+      for (int64_t i = 0; i < n; ++i) piece.push_back(next() % 13 == 0 ? kDead : static_cast<int64_t>(next() % 99092));
+      ref[static_cast<size_t>(q)].Append(piece, expected);
+      lengths.push_back(n);
+      flat.insert(flat.end(), piece.begin(), piece.end());
+    }
+    ASSERT_EQ(h.Append(std::vector<int32_t>{0, 1, 2, 3}, lengths, flat), expected) << "step " << step;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Device: the same properties on a GPU (skipped without one)
+// ---------------------------------------------------------------------------
+
+// rc::check prints the seed and the shrunk counterexample on failure.
+template <class F>
+void CheckOnDevice(const char* name, F body) {
+  EXPECT_TRUE(rc::check(name, body));
+}
+
+TEST(Device, Describe) {
+  SKIP_WITHOUT_DEVICE();
+  const int n = DeviceCount();
+  for (int d = 0; d < n; ++d) std::cout << "device " << d << ": " << DeviceDescription(d) << "\n";
+}
+
+TEST(Device, DecodeElementExhaustive_STO3) {
+  SKIP_WITHOUT_DEVICE();
+  // A table of 256 rows of head_dim 256: row r has codes 0..255 and all
+  // eight scales equal to r, so the kernel decodes every (code, scale) pair.
+  struct AllPairs final : RowSource {
+    int64_t rows() const override { return 256; }
+    int64_t head_dim() const override { return 256; }
+    std::string name() const override { return "<all pairs>"; }
+    RowBytes Row(int64_t row) const override {
+      RowBytes b;
+      for (int c = 0; c < 256; ++c) b.codes.push_back(static_cast<uint8_t>(c));
+      b.scales.assign(8, static_cast<uint8_t>(row));
+      return b;
+    }
+  } table;
+  Ids ids(256);
+  std::iota(ids.begin(), ids.end(), 0);
+  for (TableMemory memory : {TableMemory::kBackend, TableMemory::kHostMapped}) {
+    DeviceLookup lookup(table, memory);
+    EXPECT_EQ(lookup.Rows(ids), LookupRows(table, ids));
+  }
+}
+
+TEST(Device, HashBatchesMatchReference_HASH5) {
+  SKIP_WITHOUT_DEVICE();
+  CheckOnDevice("device hash batches", [] { HashBatchesMatchReference<DeviceBackend>("DeviceHashBatches"); });
+}
+TEST(Device, RawIdsMatchReference_HASH1) {
+  SKIP_WITHOUT_DEVICE();
+  CheckOnDevice("device raw ids", [] { RawIdsMatchReference<DeviceBackend>("DeviceRawIds"); });
+}
+TEST(Device, RefusalAndForkMatchReference_HASH6) {
+  SKIP_WITHOUT_DEVICE();
+  CheckOnDevice("device refusal and fork", [] { RefusalAndForkMatchReference<DeviceBackend>(); });
+}
+TEST(Device, LookupMatchesReference_STO6) {
+  SKIP_WITHOUT_DEVICE();
+  CheckOnDevice("device lookup", [] { LookupMatchesReference<DeviceBackend>("DeviceLookup"); });
+}
+TEST(Device, ShardLookupMatchesReference_STO7) {
+  SKIP_WITHOUT_DEVICE();
+  CheckOnDevice("device shard lookup", [] { ShardLookupMatchesReference<DeviceBackend>("DeviceShard"); });
+}
+TEST(Device, HashThenLookupMatchesReference) {
+  SKIP_WITHOUT_DEVICE();
+  CheckOnDevice("device hash then lookup", [] { HashThenLookupMatchesReference<DeviceBackend>(); });
+}
+
+TEST(Device, FusionV41MatchesFloat32Mirror_FUS3) {
+  SKIP_WITHOUT_DEVICE();
+  CheckOnDevice("device v4.1 fusion", [] { FusionV41MatchesMirror<DeviceBackend>("DeviceFusionV41"); });
+}
+
+TEST(Device, V41FlashLargeBatchMatchesHostLauncher) {
+  SKIP_WITHOUT_DEVICE();
+  // 64 sequences of mixed lengths (1 .. 4096) through both backends.
+  const Layout layout = BuildLayout(V41FlashConfig(), 99092, 2);
+  DeviceHasher d(layout, 64);
+  HostHasher h(layout, 64);
+  uint64_t s = 777;
+  auto next = [&] { s = s * 6364136223846793005ull + 1442695040888963407ull; return s >> 33; };
+  for (int step = 0; step < 3; ++step) {
+    std::vector<int32_t> slots;
+    Ids lengths, flat;
+    for (int q = 0; q < 64; ++q) {
+      const int64_t n = step == 0 ? static_cast<int64_t>(1 + next() % 4096) : 1;
+      slots.push_back(q);
+      lengths.push_back(n);
+      for (int64_t i = 0; i < n; ++i) flat.push_back(next() % 17 == 0 ? kDead : static_cast<int64_t>(next() % 99092));
+    }
+    ASSERT_EQ(d.Append(slots, lengths, flat), h.Append(slots, lengths, flat)) << "step " << step;
+  }
+}
+
+// §STO.7 world 1 on one GPU (NCCL with a single rank): exactly the reference.
+TEST(Device, TensorParallelWorldOne_STO7) {
+  SKIP_WITHOUT_DEVICE();
+  CheckOnDevice("device tensor parallel world 1", [] {
+    const DrawnTable t = DrawTable();
+    const Ids ids = DrawRowIds(t.table->rows());
+    TensorParallelLookup tp(*t.table, 1);
+    RC_ASSERT(tp.Rows(ids) == ReduceShards({ShardLookup(*t.table, ids, 0, 1)}));
+  });
+}
+
+// §STO.7 Every GPU a rank: equals ReduceShards (NaN matching NaN, §STO.9).
+TEST(Device, TensorParallelMultiRank_STO7) {
+  SKIP_WITHOUT_DEVICE();
+  const int n = DeviceCount();
+  if (n < 2) GTEST_SKIP() << "multi-rank tensor parallel needs >= 2 GPUs; found " << n;
+  for (int world = 2; world <= n; world *= 2) {
+    const auto table = SyntheticTable(99, 1000 + world, 256, true);
+    Ids ids;
+    for (int i = 0; i < 300; ++i) ids.push_back((i * 7919) % table->rows());
+    TensorParallelLookup tp(*table, world);
+    const std::vector<uint16_t> got = tp.Rows(ids);
+    std::vector<std::vector<uint16_t>> partials;
+    for (int r = 0; r < world; ++r) partials.push_back(ShardLookup(*table, ids, r, world));
+    const std::vector<uint16_t> expected = ReduceShards(partials);
+    ASSERT_EQ(got.size(), expected.size());
+    size_t bad = 0;
+    for (size_t i = 0; i < got.size(); ++i) bad += Bf16Match(got[i], expected[i]) ? 0 : 1;
+    EXPECT_EQ(bad, 0u) << "world " << world;
+  }
+}
+
+}  // namespace
+}  // namespace engram::cuda

@@ -1,0 +1,467 @@
+// cuda/engram_impl.h — the host-side logic of Hasher and Lookup, shared by
+// both backends: argument checks, buffers, kernel arguments and error
+// messages. Included by host_launch.cc (HostBackend) and engram_cuda.cu
+// (DeviceBackend), which instantiate the templates. Internal.
+#ifndef ENGRAM_CUDA_ENGRAM_IMPL_H_
+#define ENGRAM_CUDA_ENGRAM_IMPL_H_
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cuda/engram_cuda.h"
+#include "reference/error.h"
+
+namespace engram::cuda {
+
+// ---------------------------------------------------------------------------
+// Hasher
+// ---------------------------------------------------------------------------
+
+template <class Backend>
+Hasher<Backend>::Hasher(const Layout& layout, int32_t slots, const TokenMap* token_map, int device)
+    : backend_(device) {
+  if (layout.max_ngram < 2 || layout.heads < 1 || layout.layers.empty()) {
+    throw Error("cuda hasher: layout needs max_ngram >= 2, heads >= 1 and a layer (got max_ngram " +
+                std::to_string(layout.max_ngram) + ", heads " + std::to_string(layout.heads) + ", " +
+                std::to_string(layout.layers.size()) + " layers)");
+  }
+  if (slots < 1) throw Error("cuda hasher: slots must be >= 1, got " + std::to_string(slots));
+  layers_ = static_cast<int32_t>(layout.layers.size());
+  columns_ = layout.columns();
+  keep_ = layout.max_ngram - 1;
+  slots_ = slots;
+
+  // §RNG.4 multipliers and §HASH.7 division-free constants, per layer.
+  std::vector<int64_t> multipliers;
+  std::vector<HashColumn> columns;
+  for (const LayerLayout& l : layout.layers) {
+    multipliers.insert(multipliers.end(), l.multipliers.begin(), l.multipliers.end());
+    for (int col = 0; col < columns_; ++col) {
+      const uint64_t p = static_cast<uint64_t>(l.prime(col));
+      if (p < 2 || p >= (uint64_t{1} << 63)) throw Error("cuda hasher: prime " + std::to_string(p) + " outside [2, 2^63)");
+      columns.push_back(HashColumn{p, UINT64_MAX / p, l.offsets[static_cast<size_t>(col)]});
+    }
+  }
+  multipliers_ = Buffer<Backend>(&backend_, multipliers.size() * sizeof(int64_t));
+  backend_.ToBackend(multipliers_.template as<void>(), multipliers.data(), multipliers_.bytes());
+  columns_buf_ = Buffer<Backend>(&backend_, columns.size() * sizeof(HashColumn));
+  backend_.ToBackend(columns_buf_.template as<void>(), columns.data(), columns_buf_.bytes());
+
+  base_.layers = layers_;
+  base_.max_ngram = layout.max_ngram;
+  base_.heads = layout.heads;
+  base_.v41 = layout.profile == Profile::kV41 ? 1 : 0;
+  base_.pad = layout.pad;
+  base_.vocab = layout.compressed_vocab_size;
+  base_.multipliers = multipliers_.template as<int64_t>();
+  base_.columns = columns_buf_.template as<HashColumn>();
+  if (token_map != nullptr) {
+    for (int64_t c : token_map->map) {
+      if (c < 0 || c >= layout.compressed_vocab_size) {
+        throw Error("cuda hasher: token map " + token_map->source + " has compressed id " + std::to_string(c) +
+                    " outside [0, " + std::to_string(layout.compressed_vocab_size) + ")");
+      }
+    }
+    map_ = Buffer<Backend>(&backend_, std::max<size_t>(1, token_map->map.size()) * sizeof(int64_t));
+    if (!token_map->map.empty()) backend_.ToBackend(map_.template as<void>(), token_map->map.data(), token_map->map.size() * sizeof(int64_t));
+    base_.token_map = map_.template as<int64_t>();
+    base_.map_size = token_map->tokens();
+  }
+  positions_ = Buffer<Backend>(&backend_, static_cast<size_t>(slots) * sizeof(int64_t));
+  history_ = Buffer<Backend>(&backend_, static_cast<size_t>(slots) * static_cast<size_t>(keep_) * sizeof(int64_t));
+  error_ = Buffer<Backend>(&backend_, sizeof(unsigned long long));
+  backend_.Fill(positions_.template as<void>(), 0, positions_.bytes());
+  backend_.Fill(history_.template as<void>(), 0, history_.bytes());
+  base_.positions = positions_.template as<int64_t>();
+  base_.history = history_.template as<int64_t>();
+  base_.error = error_.template as<unsigned long long>();
+  backend_.Sync();
+}
+
+template <class Backend>
+Hasher<Backend>::~Hasher() {
+  try {
+    backend_.Sync();
+  } catch (...) {  // never throw from a destructor; the buffers are freed anyway
+  }
+}
+
+template <class Backend>
+void Hasher<Backend>::Reserve(int64_t tokens, int32_t sequences) {
+  (void)sequences;
+  if (tokens <= token_capacity_) return;
+  const int64_t cap = std::max<int64_t>(tokens, 2 * token_capacity_);
+  compressed_ = Buffer<Backend>(&backend_, static_cast<size_t>(cap) * sizeof(int64_t));
+  token_seq_ = Buffer<Backend>(&backend_, static_cast<size_t>(cap) * sizeof(int32_t));
+  token_capacity_ = cap;
+}
+
+template <class Backend>
+void Hasher<Backend>::CheckSlot(int32_t slot, const char* what) const {
+  if (slot < 0 || slot >= slots_) {
+    throw Error(std::string(what) + ": slot " + std::to_string(slot) + " is outside [0, " + std::to_string(slots_) + ")");
+  }
+}
+
+template <class Backend>
+void Hasher<Backend>::Launch(const int32_t* slots, const int64_t* offsets, int32_t sequences, const int64_t* ids,
+                             int64_t tokens, int64_t* rows_out, const uint8_t* mask) {
+  if (pending_) Finish();
+  HashArgs a = base_;
+  a.sequences = sequences;
+  a.seq_offsets = offsets;
+  a.seq_slots = slots;
+  a.raw_ids = ids;
+  a.tokens = tokens;
+  a.mask = mask;
+  a.rows = rows_out;
+  Reserve(tokens, sequences);
+  a.compressed = compressed_.template as<int64_t>();
+  a.token_seq = token_seq_.template as<int32_t>();
+  backend_.Fill(a.error, 0xFF, sizeof(unsigned long long));  // kNoError
+  if (tokens > 0) {
+    backend_.Gather(a);
+    backend_.Hash(a);
+  }
+  if (sequences > 0) backend_.Update(a);
+  last_ids_ = ids;
+  pending_ = true;
+}
+
+template <class Backend>
+void Hasher<Backend>::Finish() {
+  if (!pending_) return;
+  pending_ = false;
+  unsigned long long bad = kNoError;
+  backend_.ToHost(&bad, error_.template as<void>(), sizeof(bad));
+  backend_.Sync();
+  if (bad == kNoError) return;
+  int64_t id = 0;
+  backend_.ToHost(&id, last_ids_ + bad, sizeof(id));
+  backend_.Sync();
+  const bool v41 = base_.v41 != 0;
+  std::string why;
+  if (base_.token_map != nullptr) {
+    why = v41 && id < 0 ? "is negative; v4.1 accepts only -1 (masked)"
+                        : "is not a token id: must be < " + std::to_string(base_.map_size);
+  } else {
+    why = id >= base_.vocab ? "is not a compressed id: must be < " + std::to_string(base_.vocab)
+                            : "is negative; v4.1 compressed ids are in [0, " + std::to_string(base_.vocab) + ") or -1 (DEAD)";
+  }
+  throw Error("ids: position " + std::to_string(bad) + " (id " + std::to_string(id) + ") " + why +
+              " (no slot state was changed)");
+}
+
+template <class Backend>
+std::vector<int64_t> Hasher<Backend>::Append(std::span<const int32_t> slots, std::span<const int64_t> lengths,
+                                             std::span<const int64_t> ids, std::span<const uint8_t> mask) {
+  if (slots.size() != lengths.size()) {
+    throw Error("batch: " + std::to_string(slots.size()) + " slots but " + std::to_string(lengths.size()) + " lengths");
+  }
+  if (slots.size() > static_cast<size_t>(INT32_MAX)) throw Error("batch: too many sequences");
+  std::vector<int64_t> offsets{0};
+  std::vector<uint8_t> seen(static_cast<size_t>(slots_), 0);
+  for (size_t q = 0; q < slots.size(); ++q) {
+    CheckSlot(slots[q], ("batch: sequence " + std::to_string(q)).c_str());
+    if (seen[static_cast<size_t>(slots[q])]++) {
+      throw Error("batch: sequence " + std::to_string(q) + " uses slot " + std::to_string(slots[q]) +
+                  " again; the slots of one batch must be distinct");
+    }
+    if (lengths[q] < 0) throw Error("batch: sequence " + std::to_string(q) + " has length " + std::to_string(lengths[q]));
+    offsets.push_back(offsets.back() + lengths[q]);
+  }
+  if (offsets.back() != static_cast<int64_t>(ids.size())) {
+    throw Error("batch: the lengths add up to " + std::to_string(offsets.back()) + " but there are " +
+                std::to_string(ids.size()) + " ids");
+  }
+  if (!mask.empty()) {
+    if (mask.size() != ids.size()) {
+      throw Error("mask has " + std::to_string(mask.size()) + " entries but there are " + std::to_string(ids.size()) + " ids");
+    }
+    if (!base_.v41) throw Error("mask: demo-v1 has no masking (only v4.1 marks positions DEAD)");
+    if (base_.token_map == nullptr) throw Error("mask: only raw ids (a hasher with a token map) take a mask");
+  }
+  const int64_t tokens = static_cast<int64_t>(ids.size());
+  const int32_t sequences = static_cast<int32_t>(slots.size());
+  auto upload = [&](Buffer<Backend>& buf, const void* src, size_t bytes) {
+    if (buf.bytes() < bytes || buf.bytes() == 0) buf = Buffer<Backend>(&backend_, std::max<size_t>(bytes, 8));
+    if (bytes > 0) backend_.ToBackend(buf.template as<void>(), src, bytes);
+  };
+  upload(in_ids_, ids.data(), ids.size() * sizeof(int64_t));
+  upload(in_offsets_, offsets.data(), offsets.size() * sizeof(int64_t));
+  upload(in_slots_, slots.data(), slots.size() * sizeof(int32_t));
+  if (!mask.empty()) upload(in_mask_, mask.data(), mask.size());
+  const size_t out_values = static_cast<size_t>(tokens) * static_cast<size_t>(values_per_token());
+  if (out_rows_.bytes() < out_values * sizeof(int64_t) || out_rows_.bytes() == 0) {
+    out_rows_ = Buffer<Backend>(&backend_, std::max<size_t>(out_values * sizeof(int64_t), 8));
+  }
+  Launch(in_slots_.template as<int32_t>(), in_offsets_.template as<int64_t>(), sequences, in_ids_.template as<int64_t>(),
+         tokens, out_rows_.template as<int64_t>(), mask.empty() ? nullptr : in_mask_.template as<uint8_t>());
+  Finish();
+  std::vector<int64_t> rows(out_values);
+  if (out_values > 0) backend_.ToHost(rows.data(), out_rows_.template as<void>(), out_values * sizeof(int64_t));
+  backend_.Sync();
+  return rows;
+}
+
+template <class Backend>
+SlotState Hasher<Backend>::GetSlot(int32_t slot) {
+  CheckSlot(slot, "get slot");
+  if (pending_) Finish();
+  SlotState s;
+  std::vector<int64_t> hist(static_cast<size_t>(keep_));
+  backend_.ToHost(&s.position, base_.positions + slot, sizeof(int64_t));
+  backend_.ToHost(hist.data(), base_.history + static_cast<int64_t>(slot) * keep_, hist.size() * sizeof(int64_t));
+  backend_.Sync();
+  const size_t n = static_cast<size_t>(std::min<int64_t>(s.position, keep_));
+  s.history.assign(hist.end() - static_cast<std::ptrdiff_t>(n), hist.end());  // right-aligned
+  return s;
+}
+
+template <class Backend>
+void Hasher<Backend>::SetSlot(int32_t slot, const SlotState& state) {
+  CheckSlot(slot, "set slot");
+  if (pending_) Finish();
+  if (state.position < 0) throw Error("set slot: position " + std::to_string(state.position) + " is negative");
+  const size_t n = static_cast<size_t>(std::min<int64_t>(state.position, keep_));
+  if (state.history.size() != n) {
+    throw Error("set slot: position " + std::to_string(state.position) + " needs " + std::to_string(n) +
+                " history ids, got " + std::to_string(state.history.size()));
+  }
+  for (int64_t id : state.history) {
+    if (id >= base_.vocab || (base_.v41 && id < -1)) {
+      throw Error("set slot: history id " + std::to_string(id) + " is not a compressed id of this layout");
+    }
+  }
+  std::vector<int64_t> hist(static_cast<size_t>(keep_), 0);
+  std::copy(state.history.begin(), state.history.end(), hist.end() - static_cast<std::ptrdiff_t>(n));
+  backend_.ToBackend(base_.positions + slot, &state.position, sizeof(int64_t));
+  backend_.ToBackend(base_.history + static_cast<int64_t>(slot) * keep_, hist.data(), hist.size() * sizeof(int64_t));
+  backend_.Sync();
+}
+
+// ---------------------------------------------------------------------------
+// Lookup
+// ---------------------------------------------------------------------------
+
+template <class Backend>
+void Lookup<Backend>::Allocate(int64_t stored_rows, TableMemory memory) {
+  memory_ = memory;
+  table_bytes_ = stored_rows * args_.row_bytes;
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(table_bytes_, 8));
+  if (memory == TableMemory::kHostMapped) {
+    host_table_ = backend_.AllocHostMapped(bytes, &kernel_table_);
+  } else {
+    device_table_ = Buffer<Backend>(&backend_, bytes);
+    kernel_table_ = device_table_.template as<void>();
+  }
+  args_.table = static_cast<const uint8_t*>(kernel_table_);
+  error_ = Buffer<Backend>(&backend_, sizeof(unsigned long long));
+}
+
+template <class Backend>
+Lookup<Backend>::Lookup(int64_t rows, int64_t head_dim, TableMemory memory, int device) : backend_(device) {
+  if (head_dim <= 0 || head_dim % 32 != 0) throw Error("cuda lookup: head_dim " + std::to_string(head_dim) + " is not a positive multiple of 32");
+  if (rows < 0) throw Error("cuda lookup: rows " + std::to_string(rows) + " is negative");
+  args_.head_dim = head_dim;
+  args_.row_bytes = head_dim + head_dim / 32;
+  args_.rows = rows;
+  args_.shard_begin = 0;
+  args_.shard_end = rows;
+  Allocate(rows, memory);
+}
+
+template <class Backend>
+Lookup<Backend>::Lookup(const RowSource& source, TableMemory memory, int64_t shard_begin, int64_t shard_end, int device)
+    : backend_(device) {
+  const int64_t rows = source.rows();
+  const int64_t head_dim = source.head_dim();
+  if (head_dim <= 0 || head_dim % 32 != 0) {
+    throw Error("cuda lookup: " + source.name() + " head_dim " + std::to_string(head_dim) + " is not a positive multiple of 32");
+  }
+  if (shard_end < 0) shard_end = rows;
+  if (shard_begin < 0 || shard_begin > shard_end || shard_end > rows) {
+    throw Error("cuda lookup: shard [" + std::to_string(shard_begin) + ", " + std::to_string(shard_end) +
+                ") is not inside [0, " + std::to_string(rows) + ") of " + source.name());
+  }
+  args_.head_dim = head_dim;
+  args_.row_bytes = head_dim + head_dim / 32;
+  args_.rows = rows;
+  args_.shard_begin = shard_begin;
+  args_.shard_end = shard_end;
+  Allocate(shard_end - shard_begin, memory);
+  // §STO.4 packed rows: codes then scales.
+  std::vector<uint8_t> packed(static_cast<size_t>(table_bytes_));
+  for (int64_t r = shard_begin; r < shard_end; ++r) {
+    const RowBytes row = source.Row(r);
+    if (static_cast<int64_t>(row.codes.size()) != head_dim || static_cast<int64_t>(row.scales.size()) != head_dim / 32) {
+      throw Error("cuda lookup: " + source.name() + " row " + std::to_string(r) + " has " + std::to_string(row.codes.size()) +
+                  " codes and " + std::to_string(row.scales.size()) + " scales; expected " + std::to_string(head_dim) +
+                  " and " + std::to_string(head_dim / 32));
+    }
+    uint8_t* dst = packed.data() + (r - shard_begin) * args_.row_bytes;
+    std::copy(row.codes.begin(), row.codes.end(), dst);
+    std::copy(row.scales.begin(), row.scales.end(), dst + head_dim);
+  }
+  if (memory == TableMemory::kHostMapped) {
+    std::copy(packed.begin(), packed.end(), static_cast<uint8_t*>(host_table_));
+  } else if (!packed.empty()) {
+    backend_.ToBackend(kernel_table_, packed.data(), packed.size());
+    backend_.Sync();
+  }
+}
+
+template <class Backend>
+Lookup<Backend>::~Lookup() {
+  try {
+    backend_.Sync();
+  } catch (...) {
+  }
+  if (host_table_ != nullptr) backend_.FreeHostMapped(host_table_);
+}
+
+template <class Backend>
+void Lookup<Backend>::Launch(const int64_t* ids, int64_t items, uint16_t* out, int64_t id_group, int64_t id_stride,
+                             int64_t id_offset) {
+  if (pending_) Finish();
+  // The kernel stores 8 bf16 (16 bytes) at a time.
+  if (reinterpret_cast<uintptr_t>(out) % 16 != 0) throw Error("cuda lookup: the output buffer is not 16-byte aligned");
+  LookupArgs a = args_;
+  a.ids = ids;
+  a.items = items;
+  a.id_group = id_group;
+  a.id_stride = id_stride;
+  a.id_offset = id_offset;
+  a.out = out;
+  a.error = error_.template as<unsigned long long>();
+  backend_.Fill(a.error, 0xFF, sizeof(unsigned long long));
+  if (items > 0) backend_.Lookup(a);
+  last_ids_ = ids;
+  last_group_[0] = id_group;
+  last_group_[1] = id_stride;
+  last_group_[2] = id_offset;
+  pending_ = true;
+}
+
+template <class Backend>
+void Lookup<Backend>::Finish() {
+  if (!pending_) return;
+  pending_ = false;
+  unsigned long long bad = kNoError;
+  backend_.ToHost(&bad, error_.template as<void>(), sizeof(bad));
+  backend_.Sync();
+  if (bad == kNoError) return;
+  const int64_t item = static_cast<int64_t>(bad);
+  const int64_t at = last_group_[2] + (item / last_group_[0]) * last_group_[1] + item % last_group_[0];
+  int64_t id = 0;
+  backend_.ToHost(&id, last_ids_ + at, sizeof(id));
+  backend_.Sync();
+  throw Error("row ids: index " + std::to_string(item) + " (row " + std::to_string(id) + ") is outside [0, " +
+              std::to_string(args_.rows) + ")");
+}
+
+template <class Backend>
+std::vector<uint16_t> Lookup<Backend>::Rows(std::span<const int64_t> ids) {
+  const size_t n = ids.size();
+  if (in_ids_.bytes() < n * sizeof(int64_t) || in_ids_.bytes() == 0) in_ids_ = Buffer<Backend>(&backend_, std::max<size_t>(8, n * sizeof(int64_t)));
+  const size_t out_values = n * static_cast<size_t>(args_.head_dim);
+  if (out_.bytes() < out_values * 2 || out_.bytes() == 0) out_ = Buffer<Backend>(&backend_, std::max<size_t>(16, out_values * 2));
+  if (n > 0) backend_.ToBackend(in_ids_.template as<void>(), ids.data(), n * sizeof(int64_t));
+  Launch(in_ids_.template as<int64_t>(), static_cast<int64_t>(n), out_.template as<uint16_t>());
+  Finish();
+  std::vector<uint16_t> out(out_values);
+  if (out_values > 0) backend_.ToHost(out.data(), out_.template as<void>(), out_values * 2);
+  backend_.Sync();
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// FusionV41
+// ---------------------------------------------------------------------------
+
+template <class Backend>
+FusionV41<Backend>::FusionV41(int32_t hc, int32_t dim, double eps, std::span<const uint16_t> q_weight,
+                              std::span<const uint16_t> k_weight, int device)
+    : backend_(device) {
+  if (hc < 1 || dim < 1) throw Error("v4.1 fusion: hc " + std::to_string(hc) + " and dim " + std::to_string(dim) + " must be >= 1");
+  const size_t n = static_cast<size_t>(hc) * static_cast<size_t>(dim);
+  if (q_weight.size() != n || k_weight.size() != n) {
+    throw Error("v4.1 fusion: q_weight has " + std::to_string(q_weight.size()) + " and k_weight " +
+                std::to_string(k_weight.size()) + " values; hc * dim = " + std::to_string(n));
+  }
+  qw_ = Buffer<Backend>(&backend_, n * 2);
+  kw_ = Buffer<Backend>(&backend_, n * 2);
+  backend_.ToBackend(qw_.template as<void>(), q_weight.data(), n * 2);
+  backend_.ToBackend(kw_.template as<void>(), k_weight.data(), n * 2);
+  base_.hc = hc;
+  base_.dim = dim;
+  base_.eps = static_cast<float>(eps);  // a Python float added to a float32 tensor
+  base_.inv_sqrt_dim = static_cast<float>(std::pow(static_cast<double>(dim), -0.5));  // dim**-0.5, then float32
+  base_.q_weight = qw_.template as<uint16_t>();
+  base_.k_weight = kw_.template as<uint16_t>();
+}
+
+template <class Backend>
+void FusionV41<Backend>::Launch(int64_t tokens, const uint16_t* x, const uint16_t* key, const uint16_t* value,
+                                const uint8_t* live, float* dot, float* gate, uint16_t* out) {
+  FusionV41Args a = base_;
+  a.tokens = tokens;
+  a.x = x;
+  a.key = key;
+  a.value = value;
+  a.live = live;
+  a.dot = dot;
+  a.gate = gate;
+  a.out = out;
+  if (tokens == 0) return;
+  backend_.FusionGate(a);
+  backend_.FusionUpdate(a);
+}
+
+template <class Backend>
+std::vector<uint16_t> FusionV41<Backend>::Apply(std::span<const uint16_t> x, std::span<const uint16_t> key,
+                                                std::span<const uint16_t> value, std::span<const uint8_t> live) {
+  const size_t per_token = static_cast<size_t>(base_.hc) * static_cast<size_t>(base_.dim);
+  if (x.size() % per_token != 0) {
+    throw Error("v4.1 fusion: x has " + std::to_string(x.size()) + " values, not a multiple of hc * dim = " + std::to_string(per_token));
+  }
+  const size_t tokens = x.size() / per_token;
+  if (key.size() != x.size()) throw Error("v4.1 fusion: key has " + std::to_string(key.size()) + " values, x has " + std::to_string(x.size()));
+  if (value.size() != tokens * static_cast<size_t>(base_.dim)) {
+    throw Error("v4.1 fusion: value has " + std::to_string(value.size()) + " values; tokens * dim = " +
+                std::to_string(tokens * static_cast<size_t>(base_.dim)));
+  }
+  if (!live.empty() && live.size() != tokens) {
+    throw Error("v4.1 fusion: mask has " + std::to_string(live.size()) + " entries for " + std::to_string(tokens) + " tokens");
+  }
+  auto up = [&](const void* src, size_t bytes) {
+    Buffer<Backend> b(&backend_, std::max<size_t>(bytes, 16));
+    if (bytes > 0) backend_.ToBackend(b.template as<void>(), src, bytes);
+    return b;
+  };
+  Buffer<Backend> dx = up(x.data(), x.size() * 2), dk = up(key.data(), key.size() * 2), dv = up(value.data(), value.size() * 2);
+  Buffer<Backend> dl = up(live.data(), live.size());
+  Buffer<Backend> ddot(&backend_, std::max<size_t>(16, tokens * static_cast<size_t>(base_.hc) * 4));
+  Buffer<Backend> dgate(&backend_, std::max<size_t>(16, tokens * static_cast<size_t>(base_.hc) * 4));
+  Buffer<Backend> dout(&backend_, std::max<size_t>(16, x.size() * 2));
+  Launch(static_cast<int64_t>(tokens), dx.template as<uint16_t>(), dk.template as<uint16_t>(), dv.template as<uint16_t>(),
+         live.empty() ? nullptr : dl.template as<uint8_t>(), ddot.template as<float>(), dgate.template as<float>(),
+         dout.template as<uint16_t>());
+  backend_.Sync();
+  std::vector<uint16_t> out(x.size());
+  gates_.assign(tokens * static_cast<size_t>(base_.hc), 0.0f);
+  dots_.assign(gates_.size(), 0.0f);
+  if (!out.empty()) {
+    backend_.ToHost(out.data(), dout.template as<void>(), out.size() * 2);
+    backend_.ToHost(gates_.data(), dgate.template as<void>(), gates_.size() * 4);
+    backend_.ToHost(dots_.data(), ddot.template as<void>(), dots_.size() * 4);
+  }
+  return out;
+}
+
+}  // namespace engram::cuda
+
+#endif  // ENGRAM_CUDA_ENGRAM_IMPL_H_

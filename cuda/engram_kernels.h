@@ -1,0 +1,487 @@
+// cuda/engram_kernels.h — the per-element work of every engram::cuda kernel.
+//
+// Each kernel in engram_cuda.cu is a one-line __global__ wrapper around a
+// function below: it computes the global thread index g = block * block_dim +
+// thread and, when g is in range, calls the *Thread function with g. The host
+// launcher (host_launch.cc) runs exactly the same functions over the same
+// grid with loops standing in for blockIdx/threadIdx, compiled by the host
+// compiler. That is how a machine without a GPU (CI) executes every kernel
+// code path against the reference (reference/hash.cc, reference/storage.cc).
+//
+// Rules that keep the emulation faithful:
+//  * no shared memory, no __syncthreads, no warp shuffles: each thread is
+//    independent, so the order the host visits threads in cannot matter;
+//  * no floating-point arithmetic in the decode: E4M3 x E8M0 -> bf16 is done
+//    on integer bit fields (exactly, §STO.3), so device flush-to-zero or NaN
+//    canonicalisation cannot make the GPU differ from the host;
+//  * the only device-specific lines are marked ENGRAM_DEVICE_ONLY: the
+//    64x64->128 high product (__umul64hi vs unsigned __int128), atomicMin,
+//    and the 8-byte load / 16-byte store of the lookup (memcpy on the host).
+#ifndef ENGRAM_CUDA_ENGRAM_KERNELS_H_
+#define ENGRAM_CUDA_ENGRAM_KERNELS_H_
+
+#include <cstdint>
+#include <cmath>
+#include <cstring>
+
+#ifdef __CUDACC__
+#define ENGRAM_HD __host__ __device__ __forceinline__
+#else
+#define ENGRAM_HD inline
+#endif
+
+namespace engram::cuda {
+
+// ---------------------------------------------------------------------------
+// Grid logic shared by kernels and host launcher
+// ---------------------------------------------------------------------------
+
+inline constexpr uint32_t kBlockThreads = 256;
+// "No error" in an error slot: errors are recorded as the smallest offending
+// index with atomicMin, so the slot starts at the largest value.
+inline constexpr unsigned long long kNoError = ~0ull;
+
+ENGRAM_HD int64_t GlobalIndex(uint32_t block, uint32_t thread, uint32_t block_dim) {
+  return static_cast<int64_t>(block) * block_dim + thread;
+}
+
+// Blocks needed for n threads (n >= 1) of kBlockThreads.
+inline uint32_t BlocksFor(int64_t n) {
+  return static_cast<uint32_t>((n + kBlockThreads - 1) / kBlockThreads);
+}
+
+ENGRAM_HD void RecordError(unsigned long long* slot, unsigned long long index) {
+#ifdef __CUDA_ARCH__  // ENGRAM_DEVICE_ONLY
+  atomicMin(slot, index);
+#else
+  if (index < *slot) *slot = index;
+#endif
+}
+
+// ---------------------------------------------------------------------------
+// §HASH.7 Division-free modulo
+// ---------------------------------------------------------------------------
+
+// High 64 bits of a 64x64-bit product.
+ENGRAM_HD uint64_t MulHi64(uint64_t a, uint64_t b) {
+#ifdef __CUDA_ARCH__  // ENGRAM_DEVICE_ONLY
+  return __umul64hi(a, b);
+#else
+  __extension__ typedef unsigned __int128 u128;
+  return static_cast<uint64_t>((static_cast<u128>(a) * b) >> 64);
+#endif
+}
+
+// One hash column (a (layer, order, head) bucket): its prime p, the
+// precomputed m = floor((2^64 - 1) / p) of §HASH.7, and the column's row offset.
+struct HashColumn {
+  uint64_t p = 0;
+  uint64_t m = 0;
+  int64_t offset = 0;
+};
+
+// §HASH.7 x mod p for every uint64 x: q' = umulhi(x, m) is floor(x/p) or one
+// less, so one conditional subtraction finishes (proof in spec/hash.md).
+ENGRAM_HD uint64_t ModP(uint64_t x, uint64_t p, uint64_t m) {
+  const uint64_t q = MulHi64(x, m);
+  uint64_t r = x - q * p;
+  if (r >= p) r -= p;
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// Hash kernels (§HASH.1-§HASH.5)
+// ---------------------------------------------------------------------------
+
+// Everything the three hash kernels read and write. Plain pointers into one
+// memory space (device memory, or host memory for the emulation).
+struct HashArgs {
+  // Layout (§LAY, §RNG.4)
+  int32_t layers = 0;
+  int32_t max_ngram = 0;
+  int32_t heads = 0;
+  int32_t v41 = 1;           // 1: v4.1 (DEAD blocking), 0: demo-v1
+  int64_t pad = 0;           // compressed pad id
+  int64_t vocab = 0;         // V: compressed ids are < V
+  const int64_t* multipliers = nullptr;  // [layers][max_ngram]
+  const HashColumn* columns = nullptr;   // [layers][(max_ngram-1)*heads]
+
+  // Compressed-id gather (§HASH.1). token_map == nullptr: the ids are already
+  // compressed and are only checked.
+  const int64_t* token_map = nullptr;    // [map_size] raw -> compressed
+  int64_t map_size = 0;
+  const uint8_t* mask = nullptr;         // optional [tokens]; v4.1: 0 marks DEAD
+
+  // The batch: sequences laid end to end (CSR).
+  int64_t tokens = 0;                    // total ids in the batch
+  int32_t sequences = 0;
+  const int64_t* seq_offsets = nullptr;  // [sequences + 1], seq_offsets[0] = 0
+  const int32_t* seq_slots = nullptr;    // [sequences] state slot of each sequence
+  const int64_t* raw_ids = nullptr;      // [tokens]
+
+  // Per-slot state (§HASH.5): position and the last max_ngram-1 compressed
+  // ids, right-aligned: history[slot*(max-1) + max-2] is the most recent.
+  int64_t* positions = nullptr;          // [slots]
+  int64_t* history = nullptr;            // [slots][max_ngram - 1]
+
+  // Scratch and outputs
+  int64_t* compressed = nullptr;         // [tokens] compressed ids (gather output)
+  int32_t* token_seq = nullptr;          // [tokens] sequence index of each token
+  int64_t* rows = nullptr;               // [tokens][layers][columns] (§HASH.4)
+  unsigned long long* error = nullptr;   // smallest refused token index, kNoError if none
+};
+
+// Kernel 1, one thread per token: the sequence the token belongs to (binary
+// search in the CSR offsets) and its compressed id, checked as §HASH.1 does.
+ENGRAM_HD void GatherThread(const HashArgs& a, int64_t t) {
+  // The last sequence whose offset is <= t. Empty sequences share offsets
+  // with the next one; upper_bound skips them.
+  int32_t lo = 0, hi = a.sequences;  // answer in [lo, hi)
+  while (hi - lo > 1) {
+    const int32_t mid = lo + (hi - lo) / 2;
+    if (a.seq_offsets[mid] <= t) lo = mid; else hi = mid;
+  }
+  a.token_seq[t] = lo;
+
+  const int64_t raw = a.raw_ids[t];
+  int64_t id = raw;
+  bool bad = false;
+  if (a.token_map != nullptr) {
+    if (a.v41) {
+      // §HASH.1 raw -1 is a masked position; other negatives are refused; a
+      // masked (mask[t] == 0) id must still be a valid token id.
+      if (raw == -1) {
+        id = -1;
+      } else if (raw < 0 || raw >= a.map_size) {
+        bad = true;
+      } else {
+        id = a.token_map[raw];
+        if (a.mask != nullptr && a.mask[t] == 0) id = -1;
+      }
+    } else {
+      // demo-v1 copies negative ids through unchanged.
+      if (raw >= a.map_size) bad = true;
+      else if (raw >= 0) id = a.token_map[raw];
+    }
+  } else {
+    // Already compressed (CheckCompressedIds): < V; v4.1 also >= 0 or -1.
+    if (raw >= a.vocab || (a.v41 && raw < -1)) bad = true;
+  }
+  if (bad) {
+    RecordError(a.error, static_cast<unsigned long long>(t));
+    id = a.pad;  // keeps the rest of the batch computing something defined
+  }
+  a.compressed[t] = id;
+}
+
+// Kernel 2, one thread per (token, layer, order): the rolling mix of the
+// n-gram (§HASH.2-§HASH.3) and its residue for every head (§HASH.4),
+// written to rows[t][layer][(n-2)*heads + head].
+ENGRAM_HD void HashThread(const HashArgs& a, int64_t g) {
+  const int32_t orders = a.max_ngram - 1;
+  const int64_t per_token = static_cast<int64_t>(a.layers) * orders;
+  const int64_t t = g / per_token;
+  const int32_t layer = static_cast<int32_t>((g % per_token) / orders);
+  const int32_t order_index = static_cast<int32_t>(g % orders);  // n - 2
+  const int32_t slots_used = order_index + 2;                   // n slots: tok_0 .. tok_{n-1}
+
+  const int32_t seq = a.token_seq[t];
+  const int64_t start = a.seq_offsets[seq];
+  const int64_t i = t - start;                      // index within this chunk
+  const int32_t slot = a.seq_slots[seq];
+  const int64_t pos = a.positions[slot] + i;        // §HASH.5 absolute position
+  const int64_t* hist = a.history + static_cast<int64_t>(slot) * orders;  // right-aligned
+  const int64_t* mult = a.multipliers + static_cast<int64_t>(layer) * a.max_ngram;
+
+  uint64_t rolling = 0;
+  bool blocked = false;
+  for (int32_t s = 0; s < slots_used; ++s) {
+    // §HASH.2 tok_s: s positions back; from this chunk, else from the history.
+    const bool before_start = pos < s;
+    int64_t x = a.pad;
+    if (!before_start) x = i >= s ? a.compressed[t - s] : hist[orders + (i - s)];
+    if (a.v41) {
+      blocked = blocked || before_start || x == -1;  // once blocked, older slots stay blocked
+    } else {
+      blocked = before_start;  // demo-v1: left padding only
+    }
+    const int64_t tok = blocked ? a.pad : x;
+    // §HASH.3 int64 products wrap in two's complement: unsigned arithmetic.
+    rolling ^= static_cast<uint64_t>(tok) * static_cast<uint64_t>(mult[s]);
+  }
+
+  // §HASH.4 floor-mod: for a negative mix (demo-v1 only) p - 1 - (~x mod p).
+  const bool negative = static_cast<int64_t>(rolling) < 0;
+  const uint64_t magnitude = negative ? ~rolling : rolling;
+  const int32_t columns = orders * a.heads;
+  const int32_t first_col = order_index * a.heads;
+  const HashColumn* col = a.columns + static_cast<int64_t>(layer) * columns + first_col;
+  int64_t* out = a.rows + (t * a.layers + layer) * columns + first_col;
+  for (int32_t h = 0; h < a.heads; ++h) {
+    uint64_t r = ModP(magnitude, col[h].p, col[h].m);
+    if (negative) r = col[h].p - 1 - r;
+    out[h] = static_cast<int64_t>(r) + col[h].offset;
+  }
+}
+
+// Kernel 3, one thread per sequence: append the chunk to the slot's state
+// (§HASH.5) — unless some id of the batch was refused, in which case no
+// state changes (as the reference refuses a call before changing anything).
+ENGRAM_HD void UpdateStateThread(const HashArgs& a, int32_t seq) {
+  if (*a.error != kNoError) return;
+  const int32_t keep = a.max_ngram - 1;
+  const int64_t start = a.seq_offsets[seq];
+  const int64_t n = a.seq_offsets[seq + 1] - start;
+  const int32_t slot = a.seq_slots[seq];
+  int64_t* hist = a.history + static_cast<int64_t>(slot) * keep;
+  // Slot k holds the id (keep - k) places from the end. Ascending k reads
+  // slot k + n (> k, not yet overwritten) before writing slot k.
+  for (int32_t k = 0; k < keep; ++k) {
+    const int64_t d = keep - k;  // 1 = most recent
+    if (d <= n) {
+      hist[k] = a.compressed[start + n - d];
+    } else {
+      hist[k] = hist[k + n];  // slots of ids before position 0 are never read
+    }
+  }
+  a.positions[slot] += n;
+}
+
+// ---------------------------------------------------------------------------
+// §STO.1-§STO.3 FP8 decode, exact on integer bit fields
+// ---------------------------------------------------------------------------
+
+// bf16 of sign * mag * 2^exp2 for 1 <= mag <= 15 (at most 4 significant
+// bits), rounded to nearest even. Normal results are exact (bf16 keeps 8
+// significant bits); only bf16 subnormals (< 2^-126) round; >= 2^128 is inf.
+ENGRAM_HD uint16_t Bf16FromSmall(uint32_t sign, uint32_t mag, int32_t exp2) {
+  int32_t bits = 0;  // bit length of mag, 1..4
+  while ((mag >> bits) != 0) ++bits;
+  const int32_t e = exp2 + bits - 1;  // value = 1.f * 2^e
+  const uint16_t s = static_cast<uint16_t>(sign << 15);
+  if (e > 127) return static_cast<uint16_t>(s | 0x7F80u);  // overflow: inf
+  if (e >= -126) {
+    const uint32_t frac = (mag << (8 - bits)) & 0x7Fu;     // the 7 bits after the leading 1
+    return static_cast<uint16_t>(s | (static_cast<uint32_t>(e + 127) << 7) | frac);
+  }
+  // Subnormal: value = f * 2^-133 with f = mag * 2^(exp2 + 133).
+  const int32_t up = exp2 + 133;
+  if (up >= 0) return static_cast<uint16_t>(s | (mag << up));  // < 2^7 here since e < -126
+  const int32_t shift = -up;
+  if (shift > 5) return s;  // mag < 16 <= half of 2^shift: rounds to zero
+  const uint32_t q = mag >> shift;
+  const uint32_t rem = mag & ((1u << shift) - 1u);
+  const uint32_t half = 1u << (shift - 1);
+  const uint32_t f = q + ((rem > half || (rem == half && (q & 1u))) ? 1u : 0u);
+  return static_cast<uint16_t>(s | f);  // f == 128 encodes 2^-126, the smallest normal
+}
+
+// §STO.3 One decoded element: E4M3fn code x E8M0 scale -> bf16 bits,
+// e4m3 * 2^(scale - 127) rounded to nearest even. E4M3fn: normal
+// (8+m) * 2^(e-10), subnormal m * 2^-9, (code & 0x7F) == 0x7F is NaN; E8M0
+// 0xFF is NaN, 0x00 is 2^-127 (§STO.1, §STO.2).
+ENGRAM_HD uint16_t DecodeElementBits(uint8_t code, uint8_t scale) {
+  const uint32_t sign = code >> 7;
+  // The reference rounds every NaN to torch's canonical bf16 NaN (kBf16NaN).
+  if ((code & 0x7Fu) == 0x7Fu || scale == 0xFFu) return 0x7FC0u;
+  const uint32_t e = (code >> 3) & 0xFu;
+  const uint32_t m = code & 0x7u;
+  const uint32_t mag = e == 0 ? m : 8u + m;
+  if (mag == 0) return static_cast<uint16_t>(sign << 15);  // +-0 times any finite scale
+  const int32_t exp2 = (e == 0 ? -9 : static_cast<int32_t>(e) - 10) + static_cast<int32_t>(scale) - 127;
+  return Bf16FromSmall(sign, mag, exp2);
+}
+
+// ---------------------------------------------------------------------------
+// Lookup kernel (§STO.6, §STO.7)
+// ---------------------------------------------------------------------------
+
+// Decoded elements per thread: 8 codes (one 8-byte load) -> 8 bf16 (one
+// 16-byte store). head_dim 256 gives 32 threads per row: a warp per row,
+// reading the row's 256 code bytes contiguously, its scales from the same
+// 264-byte span, and writing 512 contiguous bytes.
+inline constexpr int32_t kElementsPerThread = 8;
+
+struct LookupArgs {
+  // Packed rows (§STO.4): head_dim E4M3fn codes, then head_dim/32 E8M0 scales.
+  const uint8_t* table = nullptr;  // row r of this table at table + r * row_bytes
+  int64_t head_dim = 0;            // a multiple of 32
+  int64_t row_bytes = 0;           // head_dim + head_dim / 32
+  int64_t rows = 0;                // rows of the whole (unsharded) table
+  // §STO.7 This table holds global rows [shard_begin, shard_end); ids outside
+  // it produce +0 rows (the rank's partial lookup). Unsharded: [0, rows).
+  int64_t shard_begin = 0;
+  int64_t shard_end = 0;
+  // Ids: item i reads ids[id_offset + (i / id_group) * id_stride + i % id_group],
+  // e.g. one layer's columns of the hash output rows[t][layer][col]:
+  // id_group = columns, id_stride = layers * columns, id_offset = layer * columns.
+  const int64_t* ids = nullptr;
+  int64_t items = 0;
+  int64_t id_group = 1;
+  int64_t id_stride = 1;
+  int64_t id_offset = 0;
+  uint16_t* out = nullptr;               // [items][head_dim] bf16 bits
+  unsigned long long* error = nullptr;   // smallest item index whose id is outside [0, rows)
+};
+
+ENGRAM_HD int64_t LookupId(const LookupArgs& a, int64_t item) {
+  return a.ids[a.id_offset + (item / a.id_group) * a.id_stride + item % a.id_group];
+}
+
+// One thread per 8 consecutive elements of one output row.
+ENGRAM_HD void LookupThread(const LookupArgs& a, int64_t g) {
+  const int64_t per_row = a.head_dim / kElementsPerThread;
+  const int64_t item = g / per_row;
+  const int64_t first = (g % per_row) * kElementsPerThread;  // first element of this thread
+  const int64_t id = LookupId(a, item);
+  uint16_t* out = a.out + item * a.head_dim + first;
+  uint16_t v[kElementsPerThread] = {0, 0, 0, 0, 0, 0, 0, 0};  // +0: a row outside the shard
+  if (id < 0 || id >= a.rows) {
+    RecordError(a.error, static_cast<unsigned long long>(item));
+  } else if (id >= a.shard_begin && id < a.shard_end) {
+    const uint8_t* row = a.table + (id - a.shard_begin) * a.row_bytes;
+    const uint8_t scale = row[a.head_dim + first / 32];  // one scale per 32-element block
+    uint8_t codes[kElementsPerThread];
+#ifdef __CUDA_ARCH__  // ENGRAM_DEVICE_ONLY: one 8-byte load when the row start is 8-aligned
+    if ((a.row_bytes & 7) == 0) {
+      const uint2 w = *reinterpret_cast<const uint2*>(row + first);
+      std::memcpy(codes, &w, sizeof(codes));
+    } else {
+      for (int k = 0; k < kElementsPerThread; ++k) codes[k] = row[first + k];
+    }
+#else
+    std::memcpy(codes, row + first, sizeof(codes));
+#endif
+    for (int k = 0; k < kElementsPerThread; ++k) v[k] = DecodeElementBits(codes[k], scale);
+  }
+#ifdef __CUDA_ARCH__  // ENGRAM_DEVICE_ONLY: one 16-byte store (out rows are 16-byte aligned)
+  uint4 w;
+  std::memcpy(&w, v, sizeof(w));
+  *reinterpret_cast<uint4*>(out) = w;
+#else
+  std::memcpy(out, v, sizeof(v));
+#endif
+}
+
+
+// ---------------------------------------------------------------------------
+// §FUS.3 v4.1 gate and update after wkv, the float32 mirror of §FUS.8
+// ---------------------------------------------------------------------------
+//
+// Every float32 operation is one IEEE round-to-nearest operation, exactly as
+// the mirror's Round(double op) of float32 operands (double rounding is
+// innocuous for +, *, /, sqrt). On the device the _rn intrinsics keep nvcc
+// from contracting a*b+c into an FMA (which would round once instead of
+// twice); the host compiler in ISO C++ mode does not contract.
+ENGRAM_HD float FMul(float a, float b) {
+#ifdef __CUDA_ARCH__  // ENGRAM_DEVICE_ONLY
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+ENGRAM_HD float FAdd(float a, float b) {
+#ifdef __CUDA_ARCH__  // ENGRAM_DEVICE_ONLY
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+ENGRAM_HD float FDiv(float a, float b) {
+#ifdef __CUDA_ARCH__  // ENGRAM_DEVICE_ONLY
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+ENGRAM_HD float FSqrt(float a) {
+#ifdef __CUDA_ARCH__  // ENGRAM_DEVICE_ONLY
+  return __fsqrt_rn(a);
+#else
+  return std::sqrt(a);
+#endif
+}
+
+ENGRAM_HD float Bf16Float(uint16_t bits) {
+  const uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// float32 -> bf16, round to nearest even; every NaN -> 0x7FC0 (§STO.3, §FUS.3).
+ENGRAM_HD uint16_t FloatToBf16Bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x007FFFFFu) != 0) return 0x7FC0u;
+  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+struct FusionV41Args {
+  int64_t tokens = 0;
+  int32_t hc = 0;          // streams
+  int32_t dim = 0;
+  float eps = 0;           // norm_eps rounded to float32
+  float inv_sqrt_dim = 0;  // float32(dim ** -0.5), computed on the host as the mirror does
+  const uint16_t* x = nullptr;         // [tokens][hc][dim] bf16: the hidden streams h = x_c
+  const uint16_t* key = nullptr;       // [tokens][hc][dim] bf16: k_c (wkv output)
+  const uint16_t* value = nullptr;     // [tokens][dim] bf16: v (wkv output)
+  const uint16_t* q_weight = nullptr;  // [hc][dim] bf16
+  const uint16_t* k_weight = nullptr;  // [hc][dim] bf16
+  const uint8_t* live = nullptr;       // optional [tokens]; 0 = masked position (gate 0)
+  float* dot = nullptr;                // [tokens][hc] out
+  float* gate = nullptr;               // [tokens][hc] out
+  uint16_t* out = nullptr;             // [tokens][hc][dim] bf16 out: h + gate * v
+};
+
+// Kernel 1, one thread per (token, stream): the norms, the dot product and
+// the gate, in the mirror's order (sums sequential from +0).
+ENGRAM_HD void FusionGateThread(const FusionV41Args& a, int64_t g) {
+  const int64_t t = g / a.hc;
+  const int32_t c = static_cast<int32_t>(g % a.hc);
+  const uint16_t* h = a.x + g * a.dim;
+  const uint16_t* k = a.key + g * a.dim;
+  const uint16_t* qw = a.q_weight + static_cast<int64_t>(c) * a.dim;
+  const uint16_t* kw = a.k_weight + static_cast<int64_t>(c) * a.dim;
+  const float n = static_cast<float>(a.dim);
+  float sum_h2 = 0.0f, sum_k2 = 0.0f, sum_hwk = 0.0f;
+  for (int32_t i = 0; i < a.dim; ++i) {
+    const float hi = Bf16Float(h[i]);
+    sum_h2 = FAdd(sum_h2, FMul(hi, hi));
+  }
+  for (int32_t i = 0; i < a.dim; ++i) {
+    const float ki = Bf16Float(k[i]);
+    sum_k2 = FAdd(sum_k2, FMul(ki, ki));
+  }
+  const float rstd_h = FDiv(1.0f, FSqrt(FAdd(FDiv(sum_h2, n), a.eps)));
+  const float rstd_k = FDiv(1.0f, FSqrt(FAdd(FDiv(sum_k2, n), a.eps)));
+  const float rstd = FMul(rstd_h, rstd_k);
+  for (int32_t i = 0; i < a.dim; ++i) {
+    const float w = FMul(Bf16Float(qw[i]), Bf16Float(kw[i]));  // exact: 16 significant bits
+    sum_hwk = FAdd(sum_hwk, FMul(FMul(Bf16Float(h[i]), w), Bf16Float(k[i])));
+  }
+  const float dot = FMul(FMul(sum_hwk, rstd), a.inv_sqrt_dim);
+  // §FUS.4 sigmoid(copysign(sqrt(max(|dot|, 1e-6)), dot)); NaN stays NaN.
+  const float abs_dot = dot < 0.0f ? -dot : (dot == 0.0f ? 0.0f : dot);
+  const float clamp = 1e-6f;  // the float32 nearest 1e-6, as the mirror's Round(1e-6)
+  const float clamped = abs_dot != abs_dot ? abs_dot : (abs_dot < clamp ? clamp : abs_dot);
+  const float root = FSqrt(clamped);
+  const float signed_root = std::copysign(root, dot);
+  // The mirror evaluates 1 / (1 + exp(-x)) in double and rounds once.
+  const float gate = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(signed_root))));
+  a.dot[g] = dot;
+  a.gate[g] = (a.live != nullptr && a.live[t] == 0) ? 0.0f : gate;  // masked_fill: exactly +0
+}
+
+// Kernel 2, one thread per element: out = bf16(h + gate * v).
+ENGRAM_HD void FusionUpdateThread(const FusionV41Args& a, int64_t g) {
+  const int64_t stream_index = g / a.dim;  // t * hc + c
+  const int64_t t = stream_index / a.hc;
+  const int32_t i = static_cast<int32_t>(g % a.dim);
+  const float v = Bf16Float(a.value[t * a.dim + i]);
+  a.out[g] = FloatToBf16Bits(FAdd(Bf16Float(a.x[g]), FMul(a.gate[stream_index], v)));
+}
+
+}  // namespace engram::cuda
+
+#endif  // ENGRAM_CUDA_ENGRAM_KERNELS_H_

@@ -1,0 +1,436 @@
+// spec/fusion.md — gating and value fusion of both profiles, in float64 (the
+// reference) and in the float32 mirror of DeepSeek's PyTorch code.
+//
+// Conventions of this file: every value is a double. In the float32 mirror a
+// value is always a float32 number stored in a double, and R() rounds the
+// result of every operation that torch performs in float32. Computing one
+// +, -, *, / or sqrt in double and rounding once to float32 gives exactly the
+// float32 result (double has more than 2*24+2 bits), so the mirror is bit-exact
+// float32 arithmetic without relying on the compiler's float evaluation (no
+// x87, no fused multiply-add: each product is rounded before it is added).
+#include "reference/fusion.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "reference/error.h"
+#include "reference/storage.h"
+
+namespace engram {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// The spacing of bf16 values in the binade of x (x finite, nonzero): bf16 has
+// 8 significant bits, normal exponents down to -126, subnormal spacing 2^-133.
+double Bf16Quantum(double x) {
+  int e = 0;
+  std::frexp(x, &e);  // |x| = m * 2^e, m in [0.5, 1): the leading bit is 2^(e-1)
+  return std::ldexp(1.0, std::max(e - 8, -133));
+}
+
+uint16_t FloatBitsToBf16(float f) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &f, sizeof bits);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+// Row codes, scales and bf16 values decode exactly as spec/storage.md says.
+double E4M3Value(uint8_t code) { return DecodeE4M3(code); }     // §STO.1
+double E8M0Value(uint8_t s) { return DecodeE8M0(s); }            // §STO.2
+
+void CheckSize(size_t got, size_t want, const std::string& what) {
+  if (got != want) {
+    throw Error(what + ": has " + std::to_string(got) + " values, expected " + std::to_string(want));
+  }
+}
+
+}  // namespace
+
+const char* PrecisionName(Precision p) { return p == Precision::kFloat64 ? "float64" : "float32"; }
+
+double Round(double x, Precision p) {
+  if (p == Precision::kFloat64) return x;
+  return static_cast<double>(static_cast<float>(x));  // round to nearest even; overflow -> inf
+}
+
+// §FUS.9 Python float.hex(): "[-]0x<lead>.<13 hex digits>p<sign><exp>".
+std::string FloatHex(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  std::string sign = std::signbit(x) ? "-" : "";
+  if (x == 0) return sign + "0x0.0p+0";
+  uint64_t bits = 0;
+  std::memcpy(&bits, &x, sizeof bits);
+  const int biased = static_cast<int>((bits >> 52) & 0x7FF);
+  const uint64_t mantissa = bits & ((uint64_t{1} << 52) - 1);
+  const int lead = biased == 0 ? 0 : 1;
+  const int exp = biased == 0 ? -1022 : biased - 1023;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "0x%d.%013llxp%c%d", lead, static_cast<unsigned long long>(mantissa),
+                exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+  return sign + buf;
+}
+
+double ParseFloat(const std::string& text, const std::string& where) {
+  if (text.empty()) throw Error(where + ": empty string is not a number");
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size()) throw Error(where + ": '" + text + "' is not a number");
+  return v;
+}
+
+double Bf16Value(uint16_t bits) { return Bf16ToFloat(bits); }
+
+// §FUS.3 The cast to bf16: round to nearest, ties to even, straight from the
+// double (no double rounding through float32). Overflow goes to inf.
+uint16_t ToBf16(double x) {
+  if (std::isnan(x)) return 0x7FC0;
+  if (std::isinf(x) || x == 0) return FloatBitsToBf16(static_cast<float>(x));
+  const double q = Bf16Quantum(x);
+  const double r = std::nearbyint(x / q) * q;  // x / q is exact; nearbyint rounds ties to even
+  return FloatBitsToBf16(static_cast<float>(r));  // r is a bf16 value (or 2^128 -> inf)
+}
+
+double GateClamp(Precision p) { return Round(1e-6, p); }
+
+double Sigmoid(double x, Precision p) { return Round(1.0 / (1.0 + std::exp(-x)), p); }
+
+double Silu(double x, Precision p) { return Round(x / (1.0 + std::exp(-x)), p); }
+
+// §FUS.4 v4.1: sigmoid(copysign(sqrt(max(|dot|, 1e-6)), dot)).
+GateParts GateV41(double dot, Precision p) {
+  GateParts g;
+  const double a = std::fabs(dot);
+  // torch's clamp_min propagates NaN: max(NaN, c) is NaN, not c.
+  g.clamped = std::isnan(a) ? kNaN : std::max(a, GateClamp(p));
+  g.root = Round(std::sqrt(g.clamped), p);
+  // copysign takes the sign bit: dot = -0 gives -sqrt(1e-6), so the gate
+  // just below 0.5; +0 gives the gate just above.
+  g.signed_root = std::copysign(g.root, dot);
+  g.gate = Sigmoid(g.signed_root, p);
+  return g;
+}
+
+// §FUS.6 demo-v1: sigmoid(sqrt(max(|g|, 1e-6)) * sign(g)). torch.sign is
+// (0 < g) - (g < 0): 0 for +0, -0 and NaN.
+GateParts GateDemo(double gv, Precision p) {
+  GateParts g;
+  const double a = std::fabs(gv);
+  g.clamped = std::isnan(a) ? kNaN : std::max(a, GateClamp(p));
+  g.root = Round(std::sqrt(g.clamped), p);
+  const double sign = (0 < gv ? 1.0 : 0.0) - (gv < 0 ? 1.0 : 0.0);
+  g.signed_root = Round(g.root * sign, p);  // root >= 0.001 or NaN: +0 when sign is 0
+  g.gate = Sigmoid(g.signed_root, p);
+  return g;
+}
+
+// §FUS.2 y[n] = sum_k x[k] * w[n][k], sequential from +0.
+std::vector<double> LinearNoBias(std::span<const double> x, std::span<const double> w, size_t out, Precision p) {
+  CheckSize(w.size(), out * x.size(), "wkv weight");
+  std::vector<double> y(out);
+  for (size_t n = 0; n < out; ++n) {
+    double acc = 0.0;
+    for (size_t k = 0; k < x.size(); ++k) acc = Round(acc + Round(x[k] * w[n * x.size() + k], p), p);
+    y[n] = acc;
+  }
+  return y;
+}
+
+// §FUS.2.1 Nearest E4M3fn value, ties to the even code, saturating at 448.
+uint8_t EncodeE4M3Saturating(double v) {
+  if (std::isnan(v)) return 0x7F;
+  const uint8_t sign = std::signbit(v) ? 0x80 : 0x00;
+  const double a = std::fabs(v);
+  if (a >= 448.0) return sign | 0x7E;  // the clamp to +-448 before the cast
+  // Codes 0x00 .. 0x7E are increasing in value: find the first code >= a.
+  uint8_t hi = 0;
+  while (E4M3Value(hi) < a) ++hi;
+  if (E4M3Value(hi) == a || hi == 0) return sign | hi;
+  const uint8_t lo = static_cast<uint8_t>(hi - 1);
+  const double dlo = a - E4M3Value(lo), dhi = E4M3Value(hi) - a;
+  uint8_t code = dlo < dhi ? lo : dhi < dlo ? hi : ((lo & 1) == 0 ? lo : hi);
+  return sign | code;
+}
+
+// §FUS.2.1 act_quant with 32-wide blocks and power-of-two (E8M0) scales.
+QuantizedActivation QuantizeActivation(std::span<const uint16_t> x_bf16) {
+  constexpr size_t kBlock = 32;
+  if (x_bf16.size() % kBlock != 0) {
+    throw Error("activation: length " + std::to_string(x_bf16.size()) + " is not a multiple of 32");
+  }
+  const Precision f32 = Precision::kFloat32;
+  const double inv448 = Round(1.0 / 448.0, f32);  // the kernel's float32 constant
+  const double amax_floor = Round(1e-4, f32);
+  QuantizedActivation q;
+  q.codes.resize(x_bf16.size());
+  for (size_t b = 0; b < x_bf16.size() / kBlock; ++b) {
+    double amax = 0.0;
+    for (size_t i = 0; i < kBlock; ++i) {
+      const double x = Bf16Value(x_bf16[b * kBlock + i]);
+      if (!std::isfinite(x)) {
+        throw Error("activation: element " + std::to_string(b * kBlock + i) + " is " + FloatHex(x) +
+                    "; the fp8 quantization is specified for finite activations only (§FUS.2.1)");
+      }
+      amax = std::max(amax, std::fabs(x));
+    }
+    amax = std::max(amax, amax_floor);
+    // fast_round_scale: 2^ceil(log2(t)) read off t's float32 bits (exponent,
+    // plus one when any mantissa bit is set). t >= 1e-4/448 is a normal float.
+    const float t = static_cast<float>(Round(amax * inv448, f32));
+    uint32_t bits = 0;
+    std::memcpy(&bits, &t, sizeof bits);
+    const int exponent = static_cast<int>((bits >> 23) & 0xFF) - 127 + ((bits & 0x7FFFFF) != 0 ? 1 : 0);
+    q.scales.push_back(static_cast<uint8_t>(exponent + 127));
+    const double s = std::ldexp(1.0, exponent);
+    for (size_t i = 0; i < kBlock; ++i) {
+      const double x = Bf16Value(x_bf16[b * kBlock + i]);
+      q.codes[b * kBlock + i] = EncodeE4M3Saturating(Round(x / s, f32));  // x / s is exact (s = 2^k)
+    }
+  }
+  return q;
+}
+
+// §FUS.2.2 fp8 GEMM, weight scales per 32x32 block.
+std::vector<double> Fp8Linear(const QuantizedActivation& a, std::span<const uint8_t> w_codes,
+                              std::span<const uint8_t> w_scales, size_t out, size_t in, Precision p) {
+  constexpr size_t kBlock = 32;
+  if (in % kBlock != 0) throw Error("fp8 wkv: in_features " + std::to_string(in) + " is not a multiple of 32");
+  CheckSize(a.codes.size(), in, "fp8 wkv activation codes");
+  CheckSize(a.scales.size(), in / kBlock, "fp8 wkv activation scales");
+  CheckSize(w_codes.size(), out * in, "fp8 wkv weight codes [out][in]");
+  const size_t kb_count = in / kBlock, ob_count = (out + kBlock - 1) / kBlock;
+  CheckSize(w_scales.size(), ob_count * kb_count, "fp8 wkv weight scales [ceil(out/32)][in/32]");
+  std::vector<double> y(out);
+  for (size_t n = 0; n < out; ++n) {
+    double acc = 0.0;
+    for (size_t kb = 0; kb < kb_count; ++kb) {
+      const double sa = E8M0Value(a.scales[kb]);
+      const double sw = E8M0Value(w_scales[(n / kBlock) * kb_count + kb]);  // row block n/32, column block kb
+      if (p == Precision::kFloat64) {
+        // The exact sum of dequantized products (products are exact in double).
+        for (size_t i = kb * kBlock; i < (kb + 1) * kBlock; ++i) {
+          acc += (E4M3Value(a.codes[i]) * E4M3Value(w_codes[n * in + i])) * sa * sw;
+        }
+      } else {
+        // One K block: float32 sum of code products (each exact in float32),
+        // then scaled by both powers of two and added to the accumulator.
+        double partial = 0.0;
+        for (size_t i = kb * kBlock; i < (kb + 1) * kBlock; ++i) {
+          partial = Round(partial + E4M3Value(a.codes[i]) * E4M3Value(w_codes[n * in + i]), p);
+        }
+        acc = Round(acc + Round(Round(partial * sa, p) * sw, p), p);
+      }
+    }
+    y[n] = acc;
+  }
+  return y;
+}
+
+// §FUS.3 One (token, stream) of the v4.1 gate.
+V41StreamTrace FuseV41Stream(std::span<const uint16_t> h_bits, std::span<const uint16_t> key_bits,
+                             std::span<const uint16_t> value_bits, std::span<const uint16_t> qw_bits,
+                             std::span<const uint16_t> kw_bits, double eps, bool masked, Precision p) {
+  const size_t dim = h_bits.size();
+  if (dim == 0) throw Error("v4.1 gate: dim is 0");
+  CheckSize(key_bits.size(), dim, "v4.1 gate: key");
+  CheckSize(value_bits.size(), dim, "v4.1 gate: value");
+  CheckSize(qw_bits.size(), dim, "v4.1 gate: q_weight");
+  CheckSize(kw_bits.size(), dim, "v4.1 gate: k_weight");
+  std::vector<double> h(dim), k(dim), v(dim), w(dim);
+  for (size_t i = 0; i < dim; ++i) {
+    h[i] = Bf16Value(h_bits[i]);  // h = x.float()
+    k[i] = Bf16Value(key_bits[i]);
+    v[i] = Bf16Value(value_bits[i]);
+    // weight = q_weight.float() * k_weight.float(): a bf16 x bf16 product has
+    // at most 16 significant bits, so it is exact in float32 too.
+    w[i] = Round(Bf16Value(qw_bits[i]) * Bf16Value(kw_bits[i]), p);
+  }
+  const double eps_p = Round(eps, p);  // a Python float added to a float32 tensor
+  const double n = static_cast<double>(dim);
+  V41StreamTrace t;
+  // rstd = rsqrt(mean(h^2) + eps) * rsqrt(mean(k^2) + eps), normalized per
+  // stream over dim (not jointly over the streams).
+  for (size_t i = 0; i < dim; ++i) t.sum_h2 = Round(t.sum_h2 + Round(h[i] * h[i], p), p);
+  t.mean_h2 = Round(t.sum_h2 / n, p);
+  t.rstd_h = Round(1.0 / Round(std::sqrt(Round(t.mean_h2 + eps_p, p)), p), p);
+  for (size_t i = 0; i < dim; ++i) t.sum_k2 = Round(t.sum_k2 + Round(k[i] * k[i], p), p);
+  t.mean_k2 = Round(t.sum_k2 / n, p);
+  t.rstd_k = Round(1.0 / Round(std::sqrt(Round(t.mean_k2 + eps_p, p)), p), p);
+  t.rstd = Round(t.rstd_h * t.rstd_k, p);
+  // dot = (h * weight * key).sum(-1) * rstd * dim**-0.5, left to right.
+  const double inv_sqrt_dim = Round(std::pow(n, -0.5), p);  // Python's dim**-0.5 (float64), then the tensor's dtype
+  double abs_sum = 0.0;
+  for (size_t i = 0; i < dim; ++i) {
+    const double term = Round(Round(h[i] * w[i], p) * k[i], p);
+    t.sum_hwk = Round(t.sum_hwk + term, p);
+    abs_sum += std::fabs(h[i] * w[i] * k[i]);
+  }
+  t.dot = Round(Round(t.sum_hwk * t.rstd, p) * inv_sqrt_dim, p);
+  t.dot_scale = abs_sum * t.rstd * std::pow(n, -0.5);
+  t.gate_parts = GateV41(t.dot, p);
+  // masked_fill(~mask, 0): the gate is exactly +0, whatever dot was (NaN too).
+  t.gate = masked ? 0.0 : t.gate_parts.gate;
+  // out = (h + gate * value).to(bf16). With gate = 0 this is h + 0 * v: equal
+  // to h unless v is not finite (0 * inf = NaN) or h = -0 and 0 * v = +0.
+  t.out.resize(dim);
+  t.out_bf16.resize(dim);
+  for (size_t i = 0; i < dim; ++i) {
+    t.out[i] = Round(h[i] + Round(t.gate * v[i], p), p);
+    t.out_bf16[i] = ToBf16(t.out[i]);
+  }
+  return t;
+}
+
+// §FUS.5 torch RMSNorm.
+RmsNormTrace RmsNorm(std::span<const double> x, std::span<const double> weight, double eps, Precision p) {
+  CheckSize(weight.size(), x.size(), "RMSNorm weight");
+  if (x.empty()) throw Error("RMSNorm: empty input");
+  RmsNormTrace t;
+  for (double xi : x) t.sum_sq = Round(t.sum_sq + Round(xi * xi, p), p);
+  t.mean_sq = Round(t.sum_sq / static_cast<double>(x.size()), p);
+  t.rstd = Round(1.0 / Round(std::sqrt(Round(t.mean_sq + Round(eps, p), p)), p), p);
+  t.y.resize(x.size());
+  for (size_t i = 0; i < x.size(); ++i) t.y[i] = Round(Round(x[i] * t.rstd, p) * weight[i], p);
+  return t;
+}
+
+// §FUS.5 nn.Linear with bias.
+std::vector<double> LinearBias(std::span<const double> x, std::span<const double> w, std::span<const double> b,
+                               Precision p) {
+  std::vector<double> y = LinearNoBias(x, w, b.size(), p);
+  for (size_t n = 0; n < y.size(); ++n) y[n] = Round(y[n] + b[n], p);
+  return y;
+}
+
+void DemoParams::Check() const {
+  if (hc == 0 || hidden == 0 || in == 0 || kernel == 0 || dilation == 0) {
+    throw Error("demo-v1 parameters: hc, hidden, in, kernel and dilation must all be >= 1");
+  }
+  CheckSize(key_w.size(), hc * hidden * in, "demo-v1 key_w [hc][hidden][in]");
+  CheckSize(key_b.size(), hc * hidden, "demo-v1 key_b [hc][hidden]");
+  CheckSize(norm1_w.size(), hc * hidden, "demo-v1 norm1_w [hc][hidden]");
+  CheckSize(norm2_w.size(), hc * hidden, "demo-v1 norm2_w [hc][hidden]");
+  CheckSize(value_w.size(), hidden * in, "demo-v1 value_w [hidden][in]");
+  CheckSize(value_b.size(), hidden, "demo-v1 value_b [hidden]");
+  CheckSize(conv_norm_w.size(), hc * hidden, "demo-v1 conv_norm_w [hc][hidden]");
+  CheckSize(conv_w.size(), hc * hidden * kernel, "demo-v1 conv_w [hc*hidden][kernel]");
+}
+
+// §FUS.6 The demo gate of one token, all streams.
+DemoTokenTrace DemoGateToken(std::span<const double> e, std::span<const double> hidden, const DemoParams& q,
+                             Precision p) {
+  q.Check();
+  CheckSize(e.size(), q.in, "demo-v1 gate: embedding e");
+  CheckSize(hidden.size(), q.hc * q.hidden, "demo-v1 gate: hidden [hc][hidden]");
+  const size_t H = q.hidden;
+  DemoTokenTrace tok;
+  tok.value_proj = LinearBias(e, q.value_w, q.value_b, p);
+  const double sqrt_hidden = Round(std::sqrt(static_cast<double>(H)), p);  // math.sqrt, then float32
+  for (size_t c = 0; c < q.hc; ++c) {
+    DemoStreamTrace s;
+    s.key = LinearBias(e, std::span(q.key_w).subspan(c * H * q.in, H * q.in), std::span(q.key_b).subspan(c * H, H), p);
+    s.normed_key = RmsNorm(s.key, std::span(q.norm1_w).subspan(c * H, H), kFloat32Epsilon, p);
+    s.normed_query = RmsNorm(hidden.subspan(c * H, H), std::span(q.norm2_w).subspan(c * H, H), kFloat32Epsilon, p);
+    double abs_sum = 0.0;
+    for (size_t j = 0; j < H; ++j) {
+      s.sum = Round(s.sum + Round(s.normed_key.y[j] * s.normed_query.y[j], p), p);
+      abs_sum += std::fabs(s.normed_key.y[j] * s.normed_query.y[j]);
+    }
+    s.g = Round(s.sum / sqrt_hidden, p);  // a division, as the demo writes it
+    s.dot_scale = abs_sum / std::sqrt(static_cast<double>(H));
+    s.gate_parts = GateDemo(s.g, p);
+    s.gate = s.gate_parts.gate;
+    s.value.resize(H);
+    for (size_t j = 0; j < H; ++j) s.value[j] = Round(s.gate * tok.value_proj[j], p);
+    tok.streams.push_back(std::move(s));
+  }
+  return tok;
+}
+
+// §FUS.7 ShortConv: per-stream RMSNorm (eps 1e-5), channels c*hidden + j,
+// depthwise causal Conv1d (tap j reads position t - (kernel-1-j)*dilation;
+// earlier than 0 reads the zero padding), SiLU.
+ShortConvTrace ShortConv(std::span<const double> value, size_t steps, const DemoParams& q, Precision p) {
+  q.Check();
+  const size_t H = q.hidden, C = q.hc * q.hidden;
+  CheckSize(value.size(), steps * C, "ShortConv input [T][hc][hidden]");
+  ShortConvTrace s;
+  s.normed.assign(steps * C, 0.0);
+  for (size_t t = 0; t < steps; ++t) {
+    for (size_t c = 0; c < q.hc; ++c) {
+      RmsNormTrace n = RmsNorm(value.subspan(t * C + c * H, H), std::span(q.conv_norm_w).subspan(c * H, H),
+                               kShortConvNormEps, p);
+      for (size_t j = 0; j < H; ++j) s.normed[t * C + c * H + j] = n.y[j];
+      s.norms.push_back(std::move(n));
+    }
+  }
+  s.conv.assign(steps * C, 0.0);
+  s.act.assign(steps * C, 0.0);
+  for (size_t t = 0; t < steps; ++t) {
+    for (size_t ch = 0; ch < C; ++ch) {
+      double acc = 0.0;
+      for (size_t j = 0; j < q.kernel; ++j) {
+        // Conv1d is a cross-correlation over the input padded with
+        // (kernel-1)*dilation zeros on the left; the last tap is the present.
+        const size_t back = (q.kernel - 1 - j) * q.dilation;
+        if (back > t) continue;  // zero padding: w * 0 adds nothing (+0 + ±0 = +0)
+        acc = Round(acc + Round(q.conv_w[ch * q.kernel + j] * s.normed[(t - back) * C + ch], p), p);
+      }
+      s.conv[t * C + ch] = acc;
+      s.act[t * C + ch] = Silu(acc, p);
+    }
+  }
+  return s;
+}
+
+// §FUS.7 The demo layer: gates, value, ShortConv, output, residual add.
+DemoForwardTrace DemoForward(std::span<const double> e, std::span<const double> hidden, size_t steps,
+                             const DemoParams& q, Precision p) {
+  q.Check();
+  const size_t C = q.hc * q.hidden;
+  CheckSize(e.size(), steps * q.in, "demo-v1 forward: e [T][in]");
+  CheckSize(hidden.size(), steps * C, "demo-v1 forward: hidden [T][hc][hidden]");
+  DemoForwardTrace f;
+  f.value.assign(steps * C, 0.0);
+  for (size_t t = 0; t < steps; ++t) {
+    f.tokens.push_back(DemoGateToken(e.subspan(t * q.in, q.in), hidden.subspan(t * C, C), q, p));
+    for (size_t c = 0; c < q.hc; ++c) {
+      for (size_t j = 0; j < q.hidden; ++j) f.value[t * C + c * q.hidden + j] = f.tokens.back().streams[c].value[j];
+    }
+  }
+  f.conv = ShortConv(f.value, steps, q, p);
+  f.output.resize(steps * C);
+  f.hidden_after.resize(steps * C);
+  for (size_t i = 0; i < steps * C; ++i) {
+    f.output[i] = Round(f.value[i] + f.conv.act[i], p);
+    f.hidden_after[i] = Round(f.output[i] + hidden[i], p);
+  }
+  return f;
+}
+
+bool WithinTolerance(double ours, double ref64, double mirror, double k, double a, double scale) {
+  if (std::isnan(ref64)) return std::isnan(ours);
+  if (std::isinf(ref64)) return ours == ref64;
+  if (!std::isfinite(ours)) return false;
+  const double mirror_err = std::isfinite(mirror) ? std::fabs(mirror - ref64) : std::numeric_limits<double>::infinity();
+  return std::fabs(ours - ref64) <= k * mirror_err + a * scale;
+}
+
+bool FaithfulBf16(uint16_t bits, double ref64) {
+  const double v = Bf16Value(bits);
+  if (std::isnan(ref64)) return std::isnan(v);
+  if (std::isnan(v)) return false;
+  if (v == ref64) return true;  // includes -0 == +0 and infinities
+  if (std::isinf(ref64)) return false;
+  const double q = Bf16Quantum(ref64);
+  const double lo = std::floor(ref64 / q) * q, hi = std::ceil(ref64 / q) * q;
+  // A bracket end beyond the largest bf16 is infinity (round to nearest overflows there).
+  auto as_bf16 = [](double x) { return Bf16Value(FloatBitsToBf16(static_cast<float>(x))); };
+  return v == as_bf16(lo) || v == as_bf16(hi);
+}
+
+}  // namespace engram

@@ -1,0 +1,477 @@
+// Tests for spec/fusion.md. Expected values come from hand derivations (each
+// explained in a comment), from laws (RapidCheck properties), or from the
+// independent numpy implementation conformance/crosscheck/numpy_fusion.py.
+#include "reference/fusion.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <limits>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <rapidcheck/gtest.h>
+
+#include "reference/config.h"
+#include "reference/error.h"
+
+namespace engram {
+namespace {
+
+constexpr Precision k64 = Precision::kFloat64;
+constexpr Precision k32 = Precision::kFloat32;
+
+uint16_t Bf(double v) { return ToBf16(v); }
+
+std::vector<uint16_t> Fill(size_t n, double v) { return std::vector<uint16_t>(n, Bf(v)); }
+
+// --------------------------------------------------------------------------
+// §FUS.9 text form and bf16 rounding
+
+TEST(FloatHex, MatchesPythonFloatHex) {
+  // Values printed by CPython's float.hex().
+  EXPECT_EQ(FloatHex(1.0), "0x1.0000000000000p+0");
+  EXPECT_EQ(FloatHex(0.1), "0x1.999999999999ap-4");
+  EXPECT_EQ(FloatHex(-2.5), "-0x1.4000000000000p+1");
+  EXPECT_EQ(FloatHex(0.0), "0x0.0p+0");
+  EXPECT_EQ(FloatHex(-0.0), "-0x0.0p+0");
+  EXPECT_EQ(FloatHex(5e-324), "0x0.0000000000001p-1022");
+  EXPECT_EQ(FloatHex(std::numeric_limits<double>::infinity()), "inf");
+  EXPECT_EQ(FloatHex(-std::numeric_limits<double>::infinity()), "-inf");
+  EXPECT_EQ(FloatHex(std::nan("")), "nan");
+  EXPECT_EQ(ParseFloat("0x1.999999999999ap-4", "t"), 0.1);
+  EXPECT_TRUE(std::signbit(ParseFloat("-0x0.0p+0", "t")));
+  EXPECT_THROW(ParseFloat("0x1.8p+0junk", "field"), Error);
+  EXPECT_THROW(ParseFloat("", "field"), Error);
+}
+
+TEST(Bf16, RoundToNearestEven) {
+  EXPECT_EQ(ToBf16(1.0), 0x3F80);
+  // 1 + 2^-8 is halfway between 1 (even mantissa) and 1 + 2^-7: ties to 1.
+  EXPECT_EQ(ToBf16(1.0 + std::ldexp(1, -8)), 0x3F80);
+  // 1 + 3*2^-8 is halfway between 1 + 2^-7 (odd) and 1 + 2^-6 (even).
+  EXPECT_EQ(ToBf16(1.0 + 3 * std::ldexp(1, -8)), 0x3F82);
+  // Just above the tie rounds up (no double rounding through float32).
+  EXPECT_EQ(ToBf16(1.0 + std::ldexp(1, -8) + std::ldexp(1, -40)), 0x3F81);
+  EXPECT_EQ(ToBf16(-0.0), 0x8000);
+  EXPECT_EQ(ToBf16(3.4e38), 0x7F80);  // above max bf16 + half an ulp: inf
+  EXPECT_EQ(ToBf16(std::ldexp(1, -133)), 0x0001);  // smallest bf16 subnormal
+  EXPECT_EQ(ToBf16(std::nan("")) & 0x7F80, 0x7F80);
+  EXPECT_TRUE(FaithfulBf16(0x3F80, 1.0 + std::ldexp(1, -9)));
+  EXPECT_TRUE(FaithfulBf16(0x3F81, 1.0 + std::ldexp(1, -9)));
+  EXPECT_FALSE(FaithfulBf16(0x3F82, 1.0 + std::ldexp(1, -9)));
+  // Just above 1, the bracket is [1, 1 + 2^-7]; 1 - 2^-8 is a bf16 value but not in it.
+  EXPECT_FALSE(FaithfulBf16(0x3F7F, 1.0 + std::ldexp(1, -20)));
+}
+
+// --------------------------------------------------------------------------
+// §FUS.4 / §FUS.6 gates at the edges
+
+TEST(Gate, SignedZeroV41VersusDemo) {
+  // copysign: +0 -> sigmoid(+sqrt(1e-6)) = sigmoid(0.001), -0 -> sigmoid(-0.001).
+  EXPECT_DOUBLE_EQ(GateV41(0.0, k64).gate, 1.0 / (1.0 + std::exp(-0.001)));
+  EXPECT_DOUBLE_EQ(GateV41(-0.0, k64).gate, 1.0 / (1.0 + std::exp(0.001)));
+  EXPECT_GT(GateV41(0.0, k64).gate, 0.5);
+  EXPECT_LT(GateV41(-0.0, k64).gate, 0.5);
+  // demo: sign(0) = 0 -> sigmoid(0) = 0.5 exactly, in both precisions, for both zeros.
+  EXPECT_EQ(GateDemo(0.0, k64).gate, 0.5);
+  EXPECT_EQ(GateDemo(-0.0, k64).gate, 0.5);
+  EXPECT_EQ(GateDemo(0.0, k32).gate, 0.5);
+  EXPECT_EQ(GateDemo(-0.0, k32).gate, 0.5);
+}
+
+TEST(Gate, ClampBelowOneMillionth) {
+  // Every |dot| <= 1e-6 gives the same gate as 1e-6 itself.
+  for (double d : {1e-300, 1e-9, 5e-7, 1e-6}) {
+    EXPECT_EQ(GateV41(d, k64).gate, GateV41(1e-6, k64).gate) << d;
+    EXPECT_EQ(GateV41(-d, k64).gate, GateV41(-1e-6, k64).gate) << d;
+    EXPECT_EQ(GateDemo(d, k64).gate, GateDemo(1e-6, k64).gate) << d;
+  }
+  // float32: the clamp is float32(1e-6) = 9.99999997e-7, and sqrt of it rounds to float32.
+  EXPECT_EQ(GateClamp(k32), static_cast<double>(1e-6f));
+  EXPECT_EQ(GateV41(1e-9, k32).root, static_cast<double>(std::sqrt(1e-6f)));
+  // Just above the clamp the square root is taken of |dot| itself.
+  EXPECT_DOUBLE_EQ(GateV41(4e-6, k64).root, 2e-3);
+}
+
+TEST(Gate, NaNPropagatesInfinitiesSaturate) {
+  EXPECT_TRUE(std::isnan(GateV41(std::nan(""), k64).gate));
+  EXPECT_TRUE(std::isnan(GateV41(std::nan(""), k32).gate));
+  EXPECT_TRUE(std::isnan(GateDemo(std::nan(""), k64).gate));  // sqrt(NaN) * sign(NaN)=0 is NaN
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(GateV41(inf, k64).gate, 1.0);
+  EXPECT_EQ(GateV41(-inf, k64).gate, 0.0);
+  EXPECT_EQ(GateDemo(-inf, k32).gate, 0.0);
+}
+
+// --------------------------------------------------------------------------
+// §FUS.3 v4.1 post-wkv, by hand
+
+TEST(V41, HandComputedStream) {
+  // dim 4, h = k = 1, weights 1, eps 0: mean(h^2) = mean(k^2) = 1, rstd = 1,
+  // sum = 4, dot = 4 / sqrt(4) = 2, gate = sigmoid(sqrt(2)), out = 1 + gate * 0.5.
+  auto one = Fill(4, 1.0), half = Fill(4, 0.5);
+  for (Precision p : {k64, k32}) {
+    V41StreamTrace t = FuseV41Stream(one, one, half, one, one, 0.0, false, p);
+    EXPECT_EQ(t.rstd, 1.0);
+    EXPECT_EQ(t.sum_hwk, 4.0);
+    EXPECT_EQ(t.dot, 2.0);
+    const double g = 1.0 / (1.0 + std::exp(-std::sqrt(2.0)));
+    EXPECT_NEAR(t.gate, g, p == k64 ? 1e-16 : 1e-7);
+    EXPECT_NEAR(t.out[0], 1.0 + 0.5 * g, p == k64 ? 1e-15 : 2e-7);
+    EXPECT_EQ(t.out_bf16[0], ToBf16(1.0 + 0.5 * g));
+  }
+}
+
+TEST(V41, ZeroStreamAndMask) {
+  // h = 0: mean 0, rstd_h = eps^-1/2 (1e10 for eps 1e-20), dot = +0 -> gate sigmoid(0.001).
+  auto zero = Fill(8, 0.0), one = Fill(8, 1.0), v = Fill(8, 2.0);
+  V41StreamTrace t = FuseV41Stream(zero, one, v, one, one, 1e-20, false, k64);
+  EXPECT_DOUBLE_EQ(t.rstd_h, 1e10);
+  EXPECT_EQ(t.dot, 0.0);
+  EXPECT_FALSE(std::signbit(t.dot));
+  EXPECT_DOUBLE_EQ(t.gate, 1.0 / (1.0 + std::exp(-0.001)));
+  // Masked: the gate is exactly 0 and out == h bit for bit (finite v, h not -0).
+  auto h = Fill(8, -3.25);
+  V41StreamTrace m = FuseV41Stream(h, one, v, one, one, 1e-20, true, k32);
+  EXPECT_EQ(m.gate, 0.0);
+  EXPECT_EQ(m.out_bf16, h);
+  // -0 in h with a positive v: -0 + 0*2 = -0 + +0 = +0 (the sign of zero is lost, as in torch).
+  std::vector<uint16_t> negzero(8, 0x8000);
+  V41StreamTrace z = FuseV41Stream(negzero, one, v, one, one, 1e-20, true, k32);
+  EXPECT_EQ(z.out_bf16[0], 0x0000);
+  // A NaN value element is NaN in out even when masked: 0 * NaN = NaN.
+  std::vector<uint16_t> vnan = v;
+  vnan[3] = 0x7FC0;
+  V41StreamTrace n = FuseV41Stream(h, one, vnan, one, one, 1e-20, true, k64);
+  EXPECT_TRUE(std::isnan(n.out[3]));
+  EXPECT_EQ(n.out[2], -3.25);
+  // A NaN in h poisons dot and so the gate of the whole stream (unmasked).
+  std::vector<uint16_t> hnan = h;
+  hnan[0] = 0x7FC0;
+  V41StreamTrace hn = FuseV41Stream(hnan, one, v, one, one, 1e-20, false, k32);
+  EXPECT_TRUE(std::isnan(hn.gate));
+  EXPECT_TRUE(std::isnan(hn.out[5]));
+}
+
+TEST(V41, RefusesMismatchedLengths) {
+  auto a = Fill(8, 1.0), b = Fill(7, 1.0);
+  EXPECT_THROW(FuseV41Stream(a, b, a, a, a, 1e-20, false, k64), Error);
+  EXPECT_THROW(FuseV41Stream({}, {}, {}, {}, {}, 1e-20, false, k64), Error);
+}
+
+// --------------------------------------------------------------------------
+// §FUS.2 fp8 wkv, by hand
+
+TEST(Fp8, EncodeE4M3) {
+  EXPECT_EQ(EncodeE4M3Saturating(1.0), 0x38);    // (8 + 0) * 2^(7 - 10)
+  EXPECT_EQ(EncodeE4M3Saturating(-1.0), 0xB8);
+  EXPECT_EQ(EncodeE4M3Saturating(448.0), 0x7E);  // the largest finite value
+  EXPECT_EQ(EncodeE4M3Saturating(1e9), 0x7E);    // saturates, never NaN
+  EXPECT_EQ(EncodeE4M3Saturating(std::ldexp(1, -10)), 0x00);     // tie 0 / 2^-9: even code 0
+  EXPECT_EQ(EncodeE4M3Saturating(3 * std::ldexp(1, -10)), 0x02);  // tie 2^-9 / 2^-8: even code 2
+  EXPECT_EQ(EncodeE4M3Saturating(-0.0), 0x80);
+  EXPECT_EQ(EncodeE4M3Saturating(std::nan("")), 0x7F);
+}
+
+TEST(Fp8, QuantizeAndGemmByHand) {
+  // 32 activations of 1.0: amax = 1, t = fl32(1/448) in [2^-9, 2^-8) -> scale 2^-8
+  // (E8M0 byte 119), codes = e4m3(1 * 2^8 = 256) = (8 + 0) * 2^(15 - 10) -> 0x78.
+  QuantizedActivation q = QuantizeActivation(Fill(32, 1.0));
+  ASSERT_EQ(q.scales.size(), 1u);
+  EXPECT_EQ(q.scales[0], 119);
+  for (uint8_t c : q.codes) EXPECT_EQ(c, 0x78);
+  // 448 exactly: t = fl32(448 * fl32(1/448)); either 1 - 2^-24 or 1 (-> scale 2^0),
+  // so the code is 448 = 0x7E. An all-zero block uses amax 1e-4 and codes 0.
+  QuantizedActivation q2 = QuantizeActivation(Fill(32, 448.0));
+  EXPECT_EQ(q2.codes[0], 0x7E);
+  EXPECT_EQ(q2.scales[0], 127);
+  QuantizedActivation q3 = QuantizeActivation(Fill(32, 0.0));
+  EXPECT_EQ(q3.codes[0], 0x00);
+  // One output: 32 * (256 * 2^-8) * (1 * 2^0) = 32 in both precisions.
+  std::vector<uint8_t> w(32, 0x38), ws(1, 127);
+  for (Precision p : {k64, k32}) EXPECT_EQ(Fp8Linear(q, w, ws, 1, 32, p)[0], 32.0);
+  // Weight scale layout [ceil(out/32)][in/32]: 33 outputs use two row blocks.
+  std::vector<uint8_t> w33(33 * 32, 0x38), ws33 = {127, 128};
+  std::vector<double> y = Fp8Linear(q, w33, ws33, 33, 32, k64);
+  EXPECT_EQ(y[31], 32.0);
+  EXPECT_EQ(y[32], 64.0);  // row 32 is in row block 1, scale 2^1
+  EXPECT_THROW(Fp8Linear(q, w33, ws, 33, 32, k64), Error);
+  EXPECT_THROW(QuantizeActivation(Fill(31, 1.0)), Error);
+  std::vector<uint16_t> bad = Fill(32, 1.0);
+  bad[4] = 0x7F80;  // +inf
+  EXPECT_THROW(QuantizeActivation(bad), Error);
+}
+
+// --------------------------------------------------------------------------
+// §FUS.5-§FUS.7 demo-v1, by hand
+
+DemoParams TinyDemo(size_t hc, size_t hidden, size_t in, size_t kernel, size_t dilation) {
+  DemoParams q;
+  q.hc = hc;
+  q.hidden = hidden;
+  q.in = in;
+  q.kernel = kernel;
+  q.dilation = dilation;
+  q.key_w.assign(hc * hidden * in, 0.25);
+  q.key_b.assign(hc * hidden, 0.0);
+  q.norm1_w.assign(hc * hidden, 1.0);
+  q.norm2_w.assign(hc * hidden, 1.0);
+  q.value_w.assign(hidden * in, 0.5);
+  q.value_b.assign(hidden, 0.0);
+  q.conv_norm_w.assign(hc * hidden, 1.0);
+  q.conv_w.assign(hc * hidden * kernel, 0.0);
+  for (size_t ch = 0; ch < hc * hidden; ++ch) {
+    for (size_t j = 0; j < kernel; ++j) q.conv_w[ch * kernel + j] = static_cast<double>(j + 1);
+  }
+  return q;
+}
+
+TEST(Demo, ShortConvTapOrderByHand) {
+  // One channel, kernel 4, dilation 3; an impulse at t = 0 (value 1). normed[0]
+  // = 1 * rsqrt(1 + 1e-5), later steps are 0. Conv1d is a cross-correlation over
+  // left padding: conv[t] = sum_j w[j] x[t - (3 - j) * 3], so the impulse shows
+  // up at t = 0, 3, 6, 9 with taps w[3], w[2], w[1], w[0] = 4, 3, 2, 1.
+  DemoParams q = TinyDemo(1, 1, 1, 4, 3);
+  std::vector<double> value(12, 0.0);
+  value[0] = 1.0;
+  ShortConvTrace s = ShortConv(value, 12, q, k64);
+  const double n0 = 1.0 / std::sqrt(1.0 + 1e-5);
+  EXPECT_DOUBLE_EQ(s.normed[0], n0);
+  for (size_t t = 0; t < 12; ++t) {
+    double want = 0.0;
+    if (t % 3 == 0 && t <= 9) want = static_cast<double>(4 - t / 3) * n0;
+    EXPECT_DOUBLE_EQ(s.conv[t], want) << "t = " << t;
+    EXPECT_DOUBLE_EQ(s.act[t], want / (1.0 + std::exp(-want))) << "t = " << t;
+  }
+}
+
+TEST(Demo, GateByHand) {
+  // in 2, hidden 2, one stream: e = (1, 1), key = 0.25 + 0.25 = 0.5 per element;
+  // RMSNorm(key) = 0.5 / sqrt(0.25 + eps) ~ 1 - 2 eps; hidden (3, 3) normalizes
+  // to ~1 too; g = (sum of two ~1 products) / sqrt(2) ~ sqrt(2);
+  // gate = sigmoid(sqrt(sqrt 2)) = sigmoid(2^(1/4)).
+  DemoParams q = TinyDemo(1, 2, 2, 1, 1);
+  std::vector<double> e = {1.0, 1.0}, hidden = {3.0, 3.0};
+  DemoTokenTrace tok = DemoGateToken(e, hidden, q, k64);
+  EXPECT_EQ(tok.value_proj[0], 1.0);
+  EXPECT_EQ(tok.streams[0].key[0], 0.5);
+  EXPECT_NEAR(tok.streams[0].g, std::sqrt(2.0), 1e-6);
+  EXPECT_NEAR(tok.streams[0].gate, 1.0 / (1.0 + std::exp(-std::pow(2.0, 0.25))), 1e-6);
+  EXPECT_EQ(tok.streams[0].value[0], tok.streams[0].gate * 1.0);
+  // An all-zero hidden state: normed query 0, g = +0 -> gate 0.5 exactly.
+  std::vector<double> zero = {0.0, 0.0};
+  EXPECT_EQ(DemoGateToken(e, zero, q, k32).streams[0].gate, 0.5);
+}
+
+TEST(Demo, RefusesBadParameters) {
+  DemoParams q = TinyDemo(1, 2, 2, 1, 1);
+  q.conv_w.pop_back();
+  std::vector<double> e = {1.0, 1.0}, hidden = {3.0, 3.0};
+  EXPECT_THROW(DemoGateToken(e, hidden, q, k64), Error);
+}
+
+// --------------------------------------------------------------------------
+// Properties
+
+RC_GTEST_PROP(FusionProperties, GateInUnitInterval, (int32_t raw, bool demo, bool f32)) {
+  const double dot = static_cast<double>(raw) * 1e-6;
+  const Precision p = f32 ? k32 : k64;
+  const double g = demo ? GateDemo(dot, p).gate : GateV41(dot, p).gate;
+  RC_ASSERT(g >= 0.0);
+  RC_ASSERT(g <= 1.0);
+}
+
+RC_GTEST_PROP(FusionProperties, V41GateSymmetricAwayFromZero, (int32_t raw)) {
+  RC_PRE(raw != 0);
+  const double dot = static_cast<double>(raw) * 1e-7;
+  // sigmoid(-x) = 1 - sigmoid(x); copysign makes the signed root odd in dot.
+  RC_ASSERT(std::fabs(GateV41(-dot, k64).gate - (1.0 - GateV41(dot, k64).gate)) <= 1e-15);
+  RC_ASSERT(GateV41(-dot, k64).signed_root == -GateV41(dot, k64).signed_root);
+}
+
+RC_GTEST_PROP(FusionProperties, GateMonotoneInDot, (int32_t a, int32_t b)) {
+  const double x = static_cast<double>(std::min(a, b)) * 1e-5, y = static_cast<double>(std::max(a, b)) * 1e-5;
+  RC_ASSERT(GateV41(x, k64).gate <= GateV41(y, k64).gate);
+  RC_ASSERT(GateDemo(x, k32).gate <= GateDemo(y, k32).gate);
+}
+
+// Random bf16 vector with entries k/16 for k in [-64, 64] (never -0).
+std::vector<uint16_t> SmallBf16(const std::vector<int>& ks) {
+  std::vector<uint16_t> out;
+  for (int k : ks) out.push_back(ToBf16(static_cast<double>(k % 65) / 16.0 + 0.0));
+  return out;
+}
+
+RC_GTEST_PROP(FusionProperties, MaskedOutputIsHBitExact, ()) {
+  const size_t dim = *rc::gen::inRange<size_t>(1, 40);
+  auto gen = rc::gen::container<std::vector<int>>(dim, rc::gen::arbitrary<int>());
+  const auto h = SmallBf16(*gen), k = SmallBf16(*gen), v = SmallBf16(*gen), w = SmallBf16(*gen);
+  for (Precision p : {k64, k32}) {
+    V41StreamTrace t = FuseV41Stream(h, k, v, w, w, 1e-20, true, p);
+    RC_ASSERT(t.gate == 0.0);
+    RC_ASSERT(t.out_bf16 == h);
+  }
+}
+
+RC_GTEST_PROP(FusionProperties, ShortConvIsCausal, ()) {
+  const size_t steps = *rc::gen::inRange<size_t>(2, 12);
+  const size_t cut = *rc::gen::inRange<size_t>(1, steps);
+  DemoParams q = TinyDemo(2, 3, 2, 4, 3);
+  auto values = *rc::gen::container<std::vector<int>>(steps * 6, rc::gen::inRange(-100, 100));
+  std::vector<double> a(values.begin(), values.end()), b = a;
+  for (size_t i = cut * 6; i < b.size(); ++i) b[i] = b[i] * 3.0 + 1.0;  // change only t >= cut
+  for (Precision p : {k64, k32}) {
+    ShortConvTrace sa = ShortConv(a, steps, q, p), sb = ShortConv(b, steps, q, p);
+    for (size_t i = 0; i < cut * 6; ++i) RC_ASSERT(sa.act[i] == sb.act[i]);
+  }
+}
+
+RC_GTEST_PROP(FusionProperties, MirrorWithinToleranceOfReference, ()) {
+  // §FUS.9: the mirror itself passes its own rule (k >= 1 makes it trivially so
+  // for the k term; this checks the bf16 cast is faithful to the float64 value).
+  const size_t dim = *rc::gen::inRange<size_t>(1, 64);
+  auto gen = rc::gen::container<std::vector<int>>(dim, rc::gen::arbitrary<int>());
+  const auto h = SmallBf16(*gen), k = SmallBf16(*gen), v = SmallBf16(*gen), w = SmallBf16(*gen);
+  V41StreamTrace r = FuseV41Stream(h, k, v, w, w, 1e-20, false, k64);
+  V41StreamTrace m = FuseV41Stream(h, k, v, w, w, 1e-20, false, k32);
+  for (size_t i = 0; i < dim; ++i) RC_ASSERT(FaithfulBf16(m.out_bf16[i], r.out[i]));
+}
+
+// --------------------------------------------------------------------------
+// The numpy oracle (conformance/crosscheck/numpy_fusion.py)
+
+std::vector<uint16_t> Bits(const nlohmann::json& a) { return a.get<std::vector<uint16_t>>(); }
+double Hex(const nlohmann::json& s) { return ParseFloat(s.get<std::string>(), "crosscheck"); }
+std::vector<double> Hexes(const nlohmann::json& a) {
+  std::vector<double> out;
+  for (const auto& s : a) out.push_back(Hex(s));
+  return out;
+}
+// float64 vs float64: equal up to a different summation order.
+void Close64(double ours, double numpy, double scale, const std::string& what) {
+  if (std::isnan(numpy)) {
+    EXPECT_TRUE(std::isnan(ours)) << what;
+    return;
+  }
+  EXPECT_LE(std::fabs(ours - numpy), 1e-12 * std::max({std::fabs(numpy), scale, 1e-300})) << what;
+}
+
+TEST(NumpyCrosscheck, FusionFileIfPresent) {
+  const char* path = std::getenv("ENGRAM_NUMPY_FUSION_CROSSCHECK");
+  if (path == nullptr || *path == '\0') GTEST_SKIP() << "ENGRAM_NUMPY_FUSION_CROSSCHECK is not set";
+  const nlohmann::json doc = ReadJsonFile(path);
+  size_t n_v41 = 0, n_gates = 0, n_fp8 = 0, n_demo = 0, n_values = 0;
+  for (const auto& c : doc.at("v41")) {
+    SCOPED_TRACE("v41 case " + std::to_string(n_v41));
+    const double eps = Hex(c["eps"]);
+    const bool masked = c["masked"].get<bool>();
+    auto run = [&](Precision p) {
+      return FuseV41Stream(Bits(c["h"]), Bits(c["key"]), Bits(c["value"]), Bits(c["q_weight"]), Bits(c["k_weight"]),
+                           eps, masked, p);
+    };
+    V41StreamTrace r = run(k64), m = run(k32);
+    const double scale = Hex(c["f64"]["dot_scale"]);
+    Close64(r.rstd, Hex(c["f64"]["rstd"]), 0, "rstd");
+    Close64(r.dot, Hex(c["f64"]["dot"]), scale, "dot");
+    Close64(r.dot_scale, scale, 0, "dot_scale");
+    Close64(r.gate, Hex(c["f64"]["gate"]), 0, "gate");
+    const std::vector<double> out64 = Hexes(c["f64"]["out"]);
+    for (size_t i = 0; i < out64.size(); ++i) Close64(r.out[i], out64[i], 0, "out " + std::to_string(i));
+    // numpy float32 (pairwise sums, numpy's exp) as the "port", the C++ mirror as
+    // the mirror: the §FUS.9 rule must hold.
+    const double np_dot = Hex(c["f32"]["dot"]), np_gate = Hex(c["f32"]["gate"]);
+    EXPECT_TRUE(WithinTolerance(np_dot, r.dot, m.dot, 2, std::ldexp(1, -18), scale))
+        << "numpy f32 dot " << np_dot << " ref " << r.dot << " mirror " << m.dot;
+    EXPECT_TRUE(WithinTolerance(Hex(c["f32"]["rstd"]), r.rstd, m.rstd, 2, std::ldexp(1, -20), std::fabs(r.rstd)));
+    EXPECT_TRUE(WithinTolerance(np_gate, r.gate, m.gate, 2, std::ldexp(1, -18), 1.0))
+        << "numpy f32 gate " << np_gate << " ref " << r.gate << " mirror " << m.gate;
+    const std::vector<uint16_t> np_out = Bits(c["f32"]["out_bf16"]);
+    for (size_t i = 0; i < np_out.size(); ++i) {
+      EXPECT_TRUE(FaithfulBf16(np_out[i], r.out[i])) << "numpy out " << i;
+      EXPECT_TRUE(FaithfulBf16(m.out_bf16[i], r.out[i])) << "mirror out " << i;
+    }
+    if (masked) EXPECT_EQ(m.out_bf16, Bits(c["h"]));
+    n_values += out64.size();
+    ++n_v41;
+  }
+  for (const auto& g : doc.at("gates")) {
+    const double x = Hex(g["x"]);
+    SCOPED_TRACE("gate input " + g["x"].get<std::string>());
+    Close64(GateV41(x, k64).gate, Hex(g["v41_f64"]), 0, "v41 gate f64");
+    Close64(GateDemo(x, k64).gate, Hex(g["demo_f64"]), 0, "demo gate f64");
+    // float32: numpy's float32 exp vs the mirror's rounded double exp: a few ulps.
+    EXPECT_TRUE(WithinTolerance(Hex(g["v41_f32"]), GateV41(x, k64).gate, GateV41(x, k32).gate, 2, std::ldexp(1, -22), 1));
+    EXPECT_TRUE(WithinTolerance(Hex(g["demo_f32"]), GateDemo(x, k64).gate, GateDemo(x, k32).gate, 2, std::ldexp(1, -22), 1));
+    ++n_gates;
+  }
+  for (const auto& f : doc.at("fp8")) {
+    SCOPED_TRACE("fp8 case " + std::to_string(n_fp8));
+    QuantizedActivation q = QuantizeActivation(Bits(f["x"]));
+    EXPECT_EQ(q.codes, f["a_codes"].get<std::vector<uint8_t>>());
+    EXPECT_EQ(q.scales, f["a_scales"].get<std::vector<uint8_t>>());
+    const auto wc = f["w_codes"].get<std::vector<uint8_t>>(), ws = f["w_scales"].get<std::vector<uint8_t>>();
+    const size_t out = f["out"], in = f["in"];
+    std::vector<double> y64 = Fp8Linear(q, wc, ws, out, in, k64), y32 = Fp8Linear(q, wc, ws, out, in, k32);
+    const std::vector<double> np64 = Hexes(f["y64"]);
+    const std::vector<uint16_t> np32 = Bits(f["y32_bf16"]);
+    for (size_t n = 0; n < out; ++n) {
+      Close64(y64[n], np64[n], 0, "fp8 y64 " + std::to_string(n));
+      EXPECT_TRUE(FaithfulBf16(np32[n], y64[n])) << "numpy fp8 y32 " << n;
+      EXPECT_TRUE(FaithfulBf16(ToBf16(y32[n]), y64[n])) << "mirror fp8 y32 " << n;
+    }
+    n_values += out;
+    ++n_fp8;
+  }
+  for (const auto& d : doc.at("demo")) {
+    SCOPED_TRACE("demo case " + std::to_string(n_demo));
+    DemoParams q;
+    q.hc = d["hc"];
+    q.hidden = d["hidden"];
+    q.in = d["in"];
+    q.kernel = d["kernel"];
+    q.dilation = d["dilation"];
+    q.key_w = Hexes(d["key_w"]);
+    q.key_b = Hexes(d["key_b"]);
+    q.norm1_w = Hexes(d["norm1_w"]);
+    q.norm2_w = Hexes(d["norm2_w"]);
+    q.value_w = Hexes(d["value_w"]);
+    q.value_b = Hexes(d["value_b"]);
+    q.conv_norm_w = Hexes(d["conv_norm_w"]);
+    q.conv_w = Hexes(d["conv_w"]);
+    const size_t steps = d["steps"];
+    const std::vector<double> e = Hexes(d["e"]), hidden = Hexes(d["hidden_states"]);
+    DemoForwardTrace r = DemoForward(e, hidden, steps, q, k64), m = DemoForward(e, hidden, steps, q, k32);
+    const std::vector<double> out64 = Hexes(d["f64"]["output"]), out32 = Hexes(d["f32"]["output"]);
+    const std::vector<double> g64 = Hexes(d["f64"]["gates"]), g32 = Hexes(d["f32"]["gates"]);
+    for (size_t t = 0; t < steps; ++t) {
+      for (size_t c = 0; c < q.hc; ++c) {
+        Close64(r.tokens[t].streams[c].gate, g64[t * q.hc + c], 0, "demo gate");
+        EXPECT_TRUE(WithinTolerance(g32[t * q.hc + c], r.tokens[t].streams[c].gate, m.tokens[t].streams[c].gate, 2,
+                                    std::ldexp(1, -18), 1.0));
+      }
+    }
+    const size_t C = q.hc * q.hidden;
+    for (size_t t = 0; t < steps; ++t) {
+      for (size_t c = 0; c < q.hc; ++c) {
+        double vmax = 0;  // §FUS.9 scale: the max |ref64| of the (token, stream) vector
+        for (size_t j = 0; j < q.hidden; ++j) vmax = std::max(vmax, std::fabs(r.output[t * C + c * q.hidden + j]));
+        for (size_t j = 0; j < q.hidden; ++j) {
+          const size_t i = t * C + c * q.hidden + j;
+          Close64(r.output[i], out64[i], vmax, "demo output " + std::to_string(i));
+          EXPECT_TRUE(WithinTolerance(out32[i], r.output[i], m.output[i], 2, std::ldexp(1, -17), vmax))
+              << "demo f32 output " << i << ": numpy " << out32[i] << " ref " << r.output[i] << " mirror "
+              << m.output[i];
+        }
+      }
+    }
+    n_values += out64.size();
+    ++n_demo;
+  }
+  std::cout << "[numpy fusion crosscheck] " << n_v41 << " v4.1 streams, " << n_gates << " gate inputs, " << n_fp8
+            << " fp8 GEMMs, " << n_demo << " demo sequences, " << n_values << " output values compared\n";
+}
+
+}  // namespace
+}  // namespace engram

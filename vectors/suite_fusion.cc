@@ -1,0 +1,823 @@
+// spec/fusion.md — suites `gate_v41`, `gate_demo`, `short_conv_demo` and
+// `engram_forward` (§FUS.10): generator and verifier.
+//
+// Every test stores its inputs and, for each output, the float64 reference
+// value and the float32-mirror value (§FUS.8), floats as Python float.hex()
+// strings, bf16 values as their 16-bit patterns. Each test's expected fields
+// come from one Compute*() function; the verifier calls the same function on
+// the stored inputs and compares every field exactly.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "reference/config.h"
+#include "reference/error.h"
+#include "reference/fusion.h"
+#include "reference/hash.h"
+#include "reference/layout.h"
+#include "reference/storage.h"
+#include "vectors/suite.h"
+
+namespace engram::vectors {
+namespace {
+
+constexpr Precision k64 = Precision::kFloat64;
+constexpr Precision k32 = Precision::kFloat32;
+
+ojson Hex(double x) { return FloatHex(x); }
+ojson HexList(const std::vector<double>& v) {
+  ojson a = ojson::array();
+  for (double x : v) a.push_back(FloatHex(x));
+  return a;
+}
+std::vector<double> ReadHexList(const json& a, const std::string& field) {
+  std::vector<double> out;
+  for (const json& s : a) out.push_back(ParseFloat(s.get<std::string>(), field));
+  return out;
+}
+double ReadHex(const json& s, const std::string& field) { return ParseFloat(s.get<std::string>(), field); }
+std::vector<uint16_t> ReadBits(const json& a) { return a.get<std::vector<uint16_t>>(); }
+
+// Deterministic small inputs: float32 values k / 2^bits with |k| < 2^20,
+// exactly representable, scaled by a power of two.
+double RandomValue(InputRng& rng, int exp2) {
+  return std::ldexp(static_cast<double>(rng.Below(int64_t{1} << 21) - (int64_t{1} << 20)), exp2 - 20);
+}
+std::vector<double> RandomValues(InputRng& rng, size_t n, int exp2) {
+  std::vector<double> v(n);
+  for (double& x : v) x = static_cast<double>(static_cast<float>(RandomValue(rng, exp2)));
+  return v;
+}
+std::vector<uint16_t> RandomBf16(InputRng& rng, size_t n, int exp2) {
+  std::vector<uint16_t> v(n);
+  for (uint16_t& x : v) x = ToBf16(RandomValue(rng, exp2));
+  return v;
+}
+
+// §FUS.9 The tolerance table written into every group that has float outputs.
+ojson ToleranceJson(const std::vector<std::pair<std::string, ojson>>& rules) {
+  ojson t = ojson::object();
+  for (const auto& [field, rule] : rules) t[field] = rule;
+  return t;
+}
+ojson Rule(int k, int a_exp2, const std::string& scale) {
+  return {{"k", k}, {"a", FloatHex(std::ldexp(1.0, a_exp2))}, {"scale", scale}};
+}
+ojson FaithfulRule() { return {{"rule", "faithfulBf16"}}; }
+
+ojson GatePartsJson(const GateParts& g) {
+  return {{"clamped", Hex(g.clamped)}, {"root", Hex(g.root)}, {"signedRoot", Hex(g.signed_root)}};
+}
+
+// ---------------------------------------------------------------------------
+// GateFunctionTest (§FUS.4, §FUS.6)
+
+ojson ComputeGateFunction(const json& group, const json& test) {
+  const bool demo = group.at("profile") == "demo-v1";
+  const double x = ReadHex(test.at("dot"), "dot");
+  GateParts a = demo ? GateDemo(x, k64) : GateV41(x, k64);
+  GateParts b = demo ? GateDemo(x, k32) : GateV41(x, k32);
+  ojson out;
+  out["result"] = "valid";
+  out["gate"] = {{"float64", Hex(a.gate)}, {"float32", Hex(b.gate)}};
+  out["intermediate"] = {{"float64", GatePartsJson(a)}, {"float32", GatePartsJson(b)}};
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// V41GateTest (§FUS.3)
+
+ojson V41StreamJson(const V41StreamTrace& t, bool with_scale) {
+  ojson j = {{"sumH2", Hex(t.sum_h2)},   {"meanH2", Hex(t.mean_h2)}, {"rstdH", Hex(t.rstd_h)},
+             {"sumK2", Hex(t.sum_k2)},   {"meanK2", Hex(t.mean_k2)}, {"rstdK", Hex(t.rstd_k)},
+             {"rstd", Hex(t.rstd)},      {"sumHwk", Hex(t.sum_hwk)}, {"dot", Hex(t.dot)}};
+  if (with_scale) j["dotScale"] = Hex(t.dot_scale);
+  const ojson parts = GatePartsJson(t.gate_parts);  // a named object: items() of a temporary dangles
+  for (const auto& [k, v] : parts.items()) j[k] = v;
+  return j;
+}
+
+// x, key, qWeight, kWeight: [hc][dim] flattened; value: [dim]; masked: bool.
+ojson ComputeV41Gate(const json& group, const json& test) {
+  const size_t dim = group.at("dim"), hc = group.at("hc");
+  const double eps = ReadHex(group.at("eps"), "eps");
+  const std::vector<uint16_t> x = ReadBits(test.at("x")), key = ReadBits(test.at("key")),
+                              value = ReadBits(test.at("value")), qw = ReadBits(test.at("qWeight")),
+                              kw = ReadBits(test.at("kWeight"));
+  const bool masked = test.at("masked").get<bool>();
+  ojson out;
+  try {
+    if (x.size() != hc * dim || key.size() != hc * dim || qw.size() != hc * dim || kw.size() != hc * dim) {
+      throw Error("x, key, qWeight and kWeight must each have hc * dim = " + std::to_string(hc * dim) + " values");
+    }
+    ojson out_bits = ojson::array(), ref = ojson::array(), g64 = ojson::array(), g32 = ojson::array(),
+          inter = ojson::array();
+    for (size_t c = 0; c < hc; ++c) {
+      auto part = [&](const std::vector<uint16_t>& v) { return std::span(v).subspan(c * dim, dim); };
+      V41StreamTrace r = FuseV41Stream(part(x), part(key), value, part(qw), part(kw), eps, masked, k64);
+      V41StreamTrace m = FuseV41Stream(part(x), part(key), value, part(qw), part(kw), eps, masked, k32);
+      for (uint16_t b : m.out_bf16) out_bits.push_back(b);
+      for (double v : r.out) ref.push_back(FloatHex(v));
+      g64.push_back(FloatHex(r.gate));
+      g32.push_back(FloatHex(m.gate));
+      inter.push_back({{"float64", V41StreamJson(r, true)}, {"float32", V41StreamJson(m, false)}});
+    }
+    out["result"] = "valid";
+    out["gate"] = {{"float64", g64}, {"float32", g32}};
+    out["out"] = out_bits;
+    out["outRef64"] = ref;
+    out["intermediate"] = inter;
+  } catch (const Error& e) {
+    out["result"] = "invalid";
+    out["error"] = e.what();
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// WkvTest (§FUS.2): plain bf16 weights or fp8 block-scaled weights.
+
+ojson ComputeWkv(const json& /*group*/, const json& test) {
+  const std::vector<uint16_t> e = ReadBits(test.at("e"));
+  const size_t out_features = test.at("outFeatures");
+  ojson out;
+  try {
+    std::vector<double> y64, y32;
+    ojson inter;
+    if (test.contains("weight")) {  // bf16 checkpoint: F.linear in bf16
+      std::vector<double> ed, w;
+      for (uint16_t b : e) ed.push_back(Bf16Value(b));
+      for (uint16_t b : ReadBits(test.at("weight"))) w.push_back(Bf16Value(b));
+      y64 = LinearNoBias(ed, w, out_features, k64);
+      y32 = LinearNoBias(ed, w, out_features, k32);
+    } else {  // fp8 checkpoint: act_quant + fp8_gemm
+      QuantizedActivation q = QuantizeActivation(e);
+      const auto wc = test.at("weightCodes").get<std::vector<uint8_t>>();
+      const auto ws = test.at("weightScales").get<std::vector<uint8_t>>();
+      y64 = Fp8Linear(q, wc, ws, out_features, e.size(), k64);
+      y32 = Fp8Linear(q, wc, ws, out_features, e.size(), k32);
+      inter = {{"actCodes", q.codes}, {"actScales", q.scales}, {"float32Accumulator", HexList(y32)}};
+    }
+    ojson bits = ojson::array();
+    for (double v : y32) bits.push_back(ToBf16(v));
+    out["result"] = "valid";
+    out["kv"] = bits;
+    out["kvRef64"] = HexList(y64);
+    if (!inter.is_null()) out["intermediate"] = inter;
+  } catch (const Error& e) {
+    out["result"] = "invalid";
+    out["error"] = e.what();
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// demo-v1 parameters in a group (§FUS.10): flat row-major arrays of hex floats.
+
+DemoParams ReadDemoParams(const json& g) {
+  DemoParams q;
+  q.hc = g.at("hc");
+  q.hidden = g.at("hidden");
+  q.in = g.at("in");
+  q.kernel = g.at("kernel");
+  q.dilation = g.at("dilation");
+  q.key_w = ReadHexList(g.at("keyWeight"), "keyWeight");
+  q.key_b = ReadHexList(g.at("keyBias"), "keyBias");
+  q.norm1_w = ReadHexList(g.at("norm1Weight"), "norm1Weight");
+  q.norm2_w = ReadHexList(g.at("norm2Weight"), "norm2Weight");
+  q.value_w = ReadHexList(g.at("valueWeight"), "valueWeight");
+  q.value_b = ReadHexList(g.at("valueBias"), "valueBias");
+  q.conv_norm_w = ReadHexList(g.at("convNormWeight"), "convNormWeight");
+  q.conv_w = ReadHexList(g.at("convWeight"), "convWeight");
+  return q;
+}
+
+void AddDemoParams(ojson& g, InputRng& rng, size_t hc, size_t hidden, size_t in, size_t kernel, size_t dilation) {
+  auto around_one = [&](size_t n) {
+    std::vector<double> v = RandomValues(rng, n, -2);
+    for (double& x : v) x += 1.0;
+    return v;
+  };
+  g["hc"] = hc;
+  g["hidden"] = hidden;
+  g["in"] = in;
+  g["kernel"] = kernel;
+  g["dilation"] = dilation;
+  g["keyWeight"] = HexList(RandomValues(rng, hc * hidden * in, -2));
+  g["keyBias"] = HexList(RandomValues(rng, hc * hidden, -3));
+  g["norm1Weight"] = HexList(around_one(hc * hidden));
+  g["norm2Weight"] = HexList(around_one(hc * hidden));
+  g["valueWeight"] = HexList(RandomValues(rng, hidden * in, -2));
+  g["valueBias"] = HexList(RandomValues(rng, hidden, -3));
+  g["convNormWeight"] = HexList(around_one(hc * hidden));
+  g["convWeight"] = HexList(RandomValues(rng, hc * hidden * kernel, -1));
+}
+
+ojson DemoStreamJson(const DemoStreamTrace& s, bool with_scale) {
+  ojson j = {{"key", HexList(s.key)},
+             {"rstdKey", Hex(s.normed_key.rstd)},
+             {"normedKey", HexList(s.normed_key.y)},
+             {"rstdQuery", Hex(s.normed_query.rstd)},
+             {"normedQuery", HexList(s.normed_query.y)},
+             {"sum", Hex(s.sum)},
+             {"g", Hex(s.g)}};
+  if (with_scale) j["dotScale"] = Hex(s.dot_scale);
+  const ojson parts = GatePartsJson(s.gate_parts);
+  for (const auto& [k, v] : parts.items()) j[k] = v;
+  return j;
+}
+
+// DemoGateTest: e [in], hidden [hc][hidden] (hex floats).
+ojson ComputeDemoGate(const json& group, const json& test) {
+  const DemoParams q = ReadDemoParams(group);
+  const std::vector<double> e = ReadHexList(test.at("e"), "e"), hidden = ReadHexList(test.at("hidden"), "hidden");
+  ojson out;
+  try {
+    DemoTokenTrace r = DemoGateToken(e, hidden, q, k64), m = DemoGateToken(e, hidden, q, k32);
+    ojson g64 = ojson::array(), g32 = ojson::array(), inter = ojson::array();
+    std::vector<double> v64, v32;
+    for (size_t c = 0; c < q.hc; ++c) {
+      g64.push_back(FloatHex(r.streams[c].gate));
+      g32.push_back(FloatHex(m.streams[c].gate));
+      v64.insert(v64.end(), r.streams[c].value.begin(), r.streams[c].value.end());
+      v32.insert(v32.end(), m.streams[c].value.begin(), m.streams[c].value.end());
+      inter.push_back({{"float64", DemoStreamJson(r.streams[c], true)}, {"float32", DemoStreamJson(m.streams[c], false)}});
+    }
+    out["result"] = "valid";
+    out["gate"] = {{"float64", g64}, {"float32", g32}};
+    out["value"] = {{"float64", HexList(v64)}, {"float32", HexList(v32)}};
+    out["intermediate"] = {{"valueProj", {{"float64", HexList(r.value_proj)}, {"float32", HexList(m.value_proj)}}},
+                           {"streams", inter}};
+  } catch (const Error& err) {
+    out["result"] = "invalid";
+    out["error"] = err.what();
+  }
+  return out;
+}
+
+// ShortConvTest: steps, value [T][hc][hidden].
+ojson ComputeShortConv(const json& group, const json& test) {
+  const DemoParams q = ReadDemoParams(group);
+  const size_t steps = test.at("steps");
+  const std::vector<double> value = ReadHexList(test.at("value"), "value");
+  ojson out;
+  try {
+    ShortConvTrace r = ShortConv(value, steps, q, k64), m = ShortConv(value, steps, q, k32);
+    out["result"] = "valid";
+    out["output"] = {{"float64", HexList(r.act)}, {"float32", HexList(m.act)}};
+    out["intermediate"] = {{"float64", {{"normed", HexList(r.normed)}, {"conv", HexList(r.conv)}}},
+                           {"float32", {{"normed", HexList(m.normed)}, {"conv", HexList(m.conv)}}}};
+  } catch (const Error& err) {
+    out["result"] = "invalid";
+    out["error"] = err.what();
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// EngramForwardTest (§FUS.10): ids -> rows -> table rows -> fused output.
+
+Layout ForwardLayout(const json& group) {
+  EngramConfig cfg = ParseConfig(group.at("config"), "config", ParseProfile(group.at("profile").get<std::string>()));
+  return BuildLayout(cfg, group.at("compressedVocabSize").get<int64_t>(), group.at("compressedPad").get<int64_t>());
+}
+
+ojson ComputeForwardV41(const json& group, const json& test) {
+  const Layout layout = ForwardLayout(group);
+  const EngramConfig cfg = ParseConfig(group.at("config"), "config", Profile::kV41);
+  const size_t dim = static_cast<size_t>(cfg.hidden_size), hc = static_cast<size_t>(cfg.hc_mult);
+  const size_t cols = static_cast<size_t>(layout.columns()), hd = static_cast<size_t>(cfg.head_dim);
+  const std::vector<int64_t> ids = test.at("ids").get<std::vector<int64_t>>();
+  const std::vector<uint16_t> x = ReadBits(test.at("x")), qw = ReadBits(group.at("qWeight")),
+                              kw = ReadBits(group.at("kWeight"));
+  const auto wc = group.at("wkvWeightCodes").get<std::vector<uint8_t>>();
+  const auto ws = group.at("wkvWeightScales").get<std::vector<uint8_t>>();
+  ojson out;
+  try {
+    const size_t T = ids.size();
+    if (x.size() != T * hc * dim) throw Error("x must have len(ids) * hc * dim values");
+    std::vector<int64_t> rows = HashSequence(layout, ids);  // [T][layer 0 only][cols]
+    auto table = SyntheticTable(group.at("tableSeed").get<uint64_t>(), layout.layers[0].num_embeddings,
+                                static_cast<int64_t>(hd));
+    std::vector<uint16_t> e = LookupRows(*table, rows);  // [T][cols * hd]
+    const size_t in = cols * hd, nout = dim * (hc + 1);
+    ojson kv_all = ojson::array(), kv_ref = ojson::array(), gate64 = ojson::array(), gate32 = ojson::array(),
+          y = ojson::array(), yref = ojson::array(), act_scales = ojson::array();
+    for (size_t t = 0; t < T; ++t) {
+      std::span<const uint16_t> et(e.data() + t * in, in);
+      QuantizedActivation q = QuantizeActivation(et);
+      std::vector<double> k64v = Fp8Linear(q, wc, ws, nout, in, k64), k32v = Fp8Linear(q, wc, ws, nout, in, k32);
+      std::vector<uint16_t> kv(nout);
+      for (size_t n = 0; n < nout; ++n) {
+        kv[n] = ToBf16(k32v[n]);
+        kv_all.push_back(kv[n]);
+        kv_ref.push_back(FloatHex(k64v[n]));
+      }
+      for (uint8_t s : q.scales) act_scales.push_back(s);
+      // Both precisions of the gate read the same bf16 kv (the mirror's), §FUS.10.
+      const bool masked = ids[t] == kDead;
+      std::span<const uint16_t> value(kv.data() + hc * dim, dim);
+      for (size_t c = 0; c < hc; ++c) {
+        std::span<const uint16_t> xs(x.data() + (t * hc + c) * dim, dim), ks(kv.data() + c * dim, dim),
+            qs(qw.data() + c * dim, dim), kws(kw.data() + c * dim, dim);
+        V41StreamTrace r = FuseV41Stream(xs, ks, value, qs, kws, cfg.norm_eps, masked, k64);
+        V41StreamTrace m = FuseV41Stream(xs, ks, value, qs, kws, cfg.norm_eps, masked, k32);
+        gate64.push_back(FloatHex(r.gate));
+        gate32.push_back(FloatHex(m.gate));
+        for (size_t i = 0; i < dim; ++i) {
+          y.push_back(m.out_bf16[i]);
+          yref.push_back(FloatHex(r.out[i]));
+        }
+      }
+    }
+    out["result"] = "valid";
+    out["out"] = y;
+    out["outRef64"] = yref;
+    out["gate"] = {{"float64", gate64}, {"float32", gate32}};
+    out["intermediate"] = {{"rows", rows}, {"e", e}, {"actScales", act_scales}, {"kv", kv_all}, {"kvRef64", kv_ref}};
+  } catch (const Error& err) {
+    out["result"] = "invalid";
+    out["error"] = err.what();
+  }
+  return out;
+}
+
+ojson ComputeForwardDemo(const json& group, const json& test) {
+  const Layout layout = ForwardLayout(group);
+  const DemoParams q = ReadDemoParams(group);
+  const std::vector<int64_t> ids = test.at("ids").get<std::vector<int64_t>>();
+  const std::vector<double> hidden = ReadHexList(test.at("hidden"), "hidden");
+  ojson out;
+  try {
+    const size_t T = ids.size();
+    std::vector<int64_t> rows = HashSequence(layout, ids);
+    auto table = SyntheticFloatTable(group.at("tableSeed").get<uint64_t>(), layout.layers[0].num_embeddings,
+                                     static_cast<int64_t>(q.in / static_cast<size_t>(layout.columns())));
+    std::vector<float> ef = LookupFloatRows(*table, rows);
+    std::vector<double> e(ef.begin(), ef.end());
+    DemoForwardTrace r = DemoForward(e, hidden, T, q, k64), m = DemoForward(e, hidden, T, q, k32);
+    ojson g64 = ojson::array(), g32 = ojson::array();
+    for (size_t t = 0; t < T; ++t) {
+      for (size_t c = 0; c < q.hc; ++c) {
+        g64.push_back(FloatHex(r.tokens[t].streams[c].gate));
+        g32.push_back(FloatHex(m.tokens[t].streams[c].gate));
+      }
+    }
+    out["result"] = "valid";
+    out["output"] = {{"float64", HexList(r.output)}, {"float32", HexList(m.output)}};
+    out["hiddenAfter"] = {{"float64", HexList(r.hidden_after)}, {"float32", HexList(m.hidden_after)}};
+    out["gate"] = {{"float64", g64}, {"float32", g32}};
+    out["intermediate"] = {{"rows", rows},
+                           {"e", HexList(e)},
+                           {"value", {{"float64", HexList(r.value)}, {"float32", HexList(m.value)}}},
+                           {"shortConv", {{"float64", HexList(r.conv.act)}, {"float32", HexList(m.conv.act)}}}};
+  } catch (const Error& err) {
+    out["result"] = "invalid";
+    out["error"] = err.what();
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Generation helpers
+
+using Compute = ojson (*)(const json&, const json&);
+
+void AddTest(SuiteBuilder& b, size_t g, const ojson& group, Compute fn, const std::string& comment,
+             const std::vector<std::string>& flags, const std::vector<std::string>& refs, ojson inputs) {
+  ojson computed = fn(json::parse(group.dump()), json::parse(inputs.dump()));
+  for (const auto& [k, v] : computed.items()) inputs[k] = v;
+  b.Test(g, comment, flags, refs, inputs);
+}
+
+TestVerifier Verifier(Compute fn) {
+  return [fn](Checker& c, const json& g, const json& t) {
+    ojson computed = fn(g, t);
+    if (computed["result"] != t.value("result", "")) {
+      c.Problem(t, "result is " + t.value("result", std::string("?")) + " but the reference gives " +
+                       computed["result"].get<std::string>());
+      return;
+    }
+    for (const auto& [k, v] : computed.items()) {
+      if (k == "error") continue;  // informative only (§VEC.3)
+      c.Expect(t, k, json::parse(v.dump()));
+    }
+  };
+}
+
+void CommonNotes(SuiteBuilder& b) {
+  b.Header("Floats are Python float.hex() strings (exact); bf16 values are their 16-bit patterns as integers.");
+  b.Header("Every float output carries the float64 reference and the float32 mirror of the PyTorch code;");
+  b.Header("a port passes when |ours - float64| <= k * |float32 - float64| + a * scale (group 'tolerance',");
+  b.Header("spec §FUS.9); bf16 outputs must be a faithful rounding of the float64 value ('outRef64').");
+}
+
+ojson GateGroupTolerance() {
+  return ToleranceJson({{"gate", Rule(2, -18, "gateSlope")}});
+}
+
+// ---------------------------------------------------------------------------
+// gate_v41
+
+ojson GenerateGateV41() {
+  SuiteBuilder b("gate_v41", "fusion.schema.json", "ENGRAM-FUSION");
+  CommonNotes(b);
+  b.Note("SignedZeroCopysign", "KNOWN_DIVERGENCE",
+         "dot = +0 / -0: copysign gives sigmoid(+0.001) / sigmoid(-0.001); ports using sign() give 0.5, ports using "
+         "where(dot < 0) give sigmoid(+0.001) for -0.",
+         "§FUS.4");
+  b.Note("ClampMin", "EDGE_CASE", "|dot| <= 1e-6 is raised to 1e-6 before the square root (clamp_min, not +1e-6).",
+         "§FUS.4");
+  b.Note("PlusEpsClamp", "KNOWN_DIVERGENCE",
+         "Ports that write sqrt(|dot| + 1e-6) instead of sqrt(max(|dot|, 1e-6)) differ on every test, most at small dot.",
+         "§FUS.4");
+  b.Note("NaNPropagation", "EDGE_CASE",
+         "NaN in h or the key makes dot, the gate and the whole stream's output NaN; NaN in v only its own elements.",
+         "§FUS.3");
+  b.Note("Masked", "BASIC", "A masked position: gate exactly 0, out = h + 0 * v.", "§FUS.3");
+  b.Note("MaskedNonFinite", "KNOWN_DIVERGENCE",
+         "Masked, but v holds inf/NaN: 0 * inf = NaN reaches out as in torch; ports that skip masked positions keep h.",
+         "§FUS.3");
+  b.Note("NegativeZeroH", "EDGE_CASE", "h = -0 with the gate 0: -0 + 0 * v is +0 when v >= 0 (torch's IEEE sum).",
+         "§FUS.3");
+  b.Note("ZeroStream", "EDGE_CASE", "h = 0: mean 0, rstd_h = eps^-1/2 (1e10 with eps 1e-20), dot = +0.", "§FUS.3");
+  b.Note("PerStreamNorm", "BASIC",
+         "Streams differ in scale: the norms are per stream over dim, not over all hc*dim values.", "§FUS.3");
+  b.Note("Fp8Blocks32", "KNOWN_DIVERGENCE",
+         "Weight scales per 32x32 block, index [n / 32][k / 32]; 128-wide blocks (V4) give different values.",
+         "§FUS.2");
+  b.Note("ActQuantPow2", "BASIC", "Activation scales are powers of two per 32 values, amax floored at 1e-4.",
+         "§FUS.2");
+  b.Note("NonFiniteActivation", "INVALID_INPUT", "The fp8 activation quantization is specified for finite values only.",
+         "§FUS.2");
+  b.Note("ShapeMismatch", "INVALID_INPUT", "Inputs whose lengths do not match dim / hc must be refused.", "§FUS.3");
+
+  // GateFunctionTest
+  ojson gf = {{"type", "GateFunctionTest"}, {"comment", "the v4.1 gate as a function of dot"}, {"profile", "v4.1"},
+              {"tolerance", GateGroupTolerance()}};
+  size_t g = b.Group(gf);
+  const double inf = std::numeric_limits<double>::infinity();
+  struct D {
+    double dot;
+    const char* comment;
+    std::vector<std::string> flags;
+  };
+  const std::vector<D> dots = {
+      {0.0, "dot = +0: copysign keeps the + sign: sigmoid(+0.001)", {"SignedZeroCopysign", "ClampMin"}},
+      {-0.0, "dot = -0: copysign gives sigmoid(-0.001)", {"SignedZeroCopysign", "ClampMin"}},
+      {1e-7, "below the clamp", {"ClampMin", "PlusEpsClamp"}},
+      {-1e-7, "below the clamp, negative", {"ClampMin", "PlusEpsClamp"}},
+      {1e-6, "at the clamp", {"ClampMin", "PlusEpsClamp"}},
+      {-1e-6, "at the clamp, negative", {"ClampMin"}},
+      {4e-6, "just above the clamp: sqrt(4e-6) = 0.002", {"PlusEpsClamp"}},
+      {0.25, "sqrt(0.25) = 0.5", {}},
+      {-0.25, "negative", {}},
+      {30.0, "large", {}},
+      {-30.0, "large negative", {}},
+      {inf, "+inf: gate 1", {}},
+      {-inf, "-inf: gate 0", {}},
+      {std::nan(""), "NaN propagates", {"NaNPropagation"}},
+  };
+  for (const D& d : dots) AddTest(b, g, gf, ComputeGateFunction, d.comment, d.flags, {"§FUS.4"}, {{"dot", Hex(d.dot)}});
+
+  // V41GateTest
+  const size_t dim = 64, hc = 4;
+  for (double eps : {1e-20, 1e-6}) {
+    ojson vg = {{"type", "V41GateTest"},
+                {"comment", "post-wkv gate, dim 64, hc 4, eps " + FloatHex(eps)},
+                {"profile", "v4.1"},
+                {"dim", dim},
+                {"hc", hc},
+                {"eps", Hex(eps)},
+                {"tolerance", ToleranceJson({{"rstd", Rule(2, -20, "absRef")},
+                                             {"dot", Rule(2, -18, "dotScale")},
+                                             {"gate", Rule(2, -18, "gateSlope")},
+                                             {"out", FaithfulRule()}})}};
+    size_t vgi = b.Group(vg);
+    InputRng rng(eps == 1e-20 ? 0x46555331 : 0x46555332);
+    auto base = [&]() {
+      return ojson{{"x", RandomBf16(rng, hc * dim, 0)},
+                   {"key", RandomBf16(rng, hc * dim, 1)},
+                   {"value", RandomBf16(rng, dim, 0)},
+                   {"qWeight", RandomBf16(rng, hc * dim, 0)},
+                   {"kWeight", RandomBf16(rng, hc * dim, 0)},
+                   {"masked", false}};
+    };
+    for (int i = 0; i < 3; ++i) AddTest(b, vgi, vg, ComputeV41Gate, "random inputs", {}, {"§FUS.3"}, base());
+    {
+      ojson in = base();
+      std::vector<uint16_t> x = in["x"].get<std::vector<uint16_t>>();
+      for (size_t i = 0; i < dim; ++i) {
+        x[i] = ToBf16(Bf16Value(x[i]) * 1024.0);                  // stream 0: large
+        x[2 * dim + i] = ToBf16(Bf16Value(x[2 * dim + i]) / 512);  // stream 2: small
+      }
+      in["x"] = x;
+      AddTest(b, vgi, vg, ComputeV41Gate, "streams of very different scale", {"PerStreamNorm"}, {"§FUS.3"}, in);
+    }
+    {
+      ojson in = base();
+      std::vector<uint16_t> x = in["x"].get<std::vector<uint16_t>>();
+      for (size_t i = 0; i < dim; ++i) x[dim + i] = 0;  // stream 1 all +0
+      in["x"] = x;
+      AddTest(b, vgi, vg, ComputeV41Gate, "stream 1 is all zero: dot = +0, gate sigmoid(+0.001)",
+              {"ZeroStream", "SignedZeroCopysign"}, {"§FUS.3", "§FUS.4"}, in);
+    }
+    {
+      // Orthogonal h and key with small exact values: the sum is exactly +0 in
+      // every order (pairs cancel exactly), so dot = +0 for all implementations.
+      ojson in = base();
+      std::vector<uint16_t> x = in["x"].get<std::vector<uint16_t>>(), k = in["key"].get<std::vector<uint16_t>>(),
+                            q = in["qWeight"].get<std::vector<uint16_t>>(), kw = in["kWeight"].get<std::vector<uint16_t>>();
+      for (size_t i = 0; i < dim; ++i) {
+        x[i] = ToBf16(1.0);
+        k[i] = ToBf16(i % 2 == 0 ? 0.5 : -0.5);
+        q[i] = kw[i] = ToBf16(1.0);
+      }
+      in["x"] = x;
+      in["key"] = k;
+      in["qWeight"] = q;
+      in["kWeight"] = kw;
+      AddTest(b, vgi, vg, ComputeV41Gate, "stream 0: h orthogonal to w*key, the sum cancels exactly to +0",
+              {"SignedZeroCopysign", "ClampMin"}, {"§FUS.3", "§FUS.4"}, in);
+    }
+    {
+      ojson in = base();
+      in["masked"] = true;
+      AddTest(b, vgi, vg, ComputeV41Gate, "masked position: gate 0, out == h", {"Masked"}, {"§FUS.3"}, in);
+      std::vector<uint16_t> x = in["x"].get<std::vector<uint16_t>>(), v = in["value"].get<std::vector<uint16_t>>();
+      x[0] = 0x8000;  // h = -0
+      v[0] = ToBf16(1.5);
+      v[1] = 0x7F80;  // +inf
+      v[2] = 0x7FC0;  // NaN
+      in["x"] = x;
+      in["value"] = v;
+      AddTest(b, vgi, vg, ComputeV41Gate, "masked, with h = -0 and v = inf / NaN: out = h + 0 * v",
+              {"Masked", "MaskedNonFinite", "NegativeZeroH"}, {"§FUS.3"}, in);
+    }
+    {
+      ojson in = base();
+      std::vector<uint16_t> x = in["x"].get<std::vector<uint16_t>>(), v = in["value"].get<std::vector<uint16_t>>();
+      x[3 * dim + 5] = 0x7FC0;
+      v[7] = 0x7FC0;
+      in["x"] = x;
+      in["value"] = v;
+      AddTest(b, vgi, vg, ComputeV41Gate, "NaN in h of stream 3 and in v[7]", {"NaNPropagation"}, {"§FUS.3"}, in);
+    }
+    {
+      ojson in = base();
+      std::vector<uint16_t> k = in["key"].get<std::vector<uint16_t>>();
+      k.pop_back();
+      in["key"] = k;
+      AddTest(b, vgi, vg, ComputeV41Gate, "key is one value short", {"ShapeMismatch"}, {"§FUS.3"}, in);
+    }
+  }
+
+  // WkvTest: plain bf16 and fp8 block-scaled
+  ojson wg = {{"type", "WkvTest"},
+              {"comment", "wkv projection e -> kv = [hc * dim keys | dim value], out = 40 (dim 8, hc 4), in = 64"},
+              {"profile", "v4.1"},
+              {"tolerance", ToleranceJson({{"kv", FaithfulRule()}})}};
+  size_t wgi = b.Group(wg);
+  InputRng wrng(0x574B56);
+  const size_t win = 64, wout = 40;
+  for (int i = 0; i < 2; ++i) {
+    AddTest(b, wgi, wg, ComputeWkv, "bf16 weight: F.linear, float32 accumulation, bf16 result", {}, {"§FUS.2"},
+            {{"e", RandomBf16(wrng, win, 0)}, {"outFeatures", wout}, {"weight", RandomBf16(wrng, wout * win, -3)}});
+  }
+  auto fp8_case = [&](int e_exp) {
+    std::vector<uint8_t> codes(wout * win), scales(((wout + 31) / 32) * (win / 32));
+    for (uint8_t& c : codes) {
+      c = static_cast<uint8_t>(wrng.Below(256));
+      if ((c & 0x7F) == 0x7F) c = 0x38;
+    }
+    for (uint8_t& s : scales) s = static_cast<uint8_t>(118 + wrng.Below(12));
+    return ojson{{"e", RandomBf16(wrng, win, e_exp)}, {"outFeatures", wout}, {"weightCodes", codes},
+                 {"weightScales", scales}};
+  };
+  AddTest(b, wgi, wg, ComputeWkv, "fp8 weight, 32x32 blocks (40 outputs: two row blocks)", {"Fp8Blocks32", "ActQuantPow2"},
+          {"§FUS.2"}, fp8_case(0));
+  AddTest(b, wgi, wg, ComputeWkv, "fp8 weight, large activations", {"Fp8Blocks32", "ActQuantPow2"}, {"§FUS.2"},
+          fp8_case(8));
+  {
+    ojson in = fp8_case(-20);
+    std::vector<uint16_t> e(win, 0);  // all zero: amax floored at 1e-4
+    for (size_t i = 32; i < win; ++i) e[i] = ToBf16(std::ldexp(1.0, -20));
+    in["e"] = e;
+    AddTest(b, wgi, wg, ComputeWkv, "an all-zero block and a tiny block: amax floored at 1e-4",
+            {"ActQuantPow2"}, {"§FUS.2"}, in);
+  }
+  {
+    ojson in = fp8_case(0);
+    std::vector<uint16_t> e = in["e"].get<std::vector<uint16_t>>();
+    e[3] = 0x7FC0;
+    in["e"] = e;
+    AddTest(b, wgi, wg, ComputeWkv, "NaN activation: refused", {"NonFiniteActivation"}, {"§FUS.2"}, in);
+  }
+  return b.Finish();
+}
+
+// ---------------------------------------------------------------------------
+// gate_demo
+
+ojson GenerateGateDemo() {
+  SuiteBuilder b("gate_demo", "fusion.schema.json", "ENGRAM-FUSION");
+  CommonNotes(b);
+  b.Note("SignZeroHalf", "KNOWN_DIVERGENCE",
+         "g = +0 or -0: torch sign() is 0, so the gate is sigmoid(0) = 0.5 exactly (copysign ports give 0.5 +- 2.5e-4).",
+         "§FUS.6");
+  b.Note("ClampMin", "EDGE_CASE", "|g| <= 1e-6 is raised to 1e-6 before the square root.", "§FUS.6");
+  b.Note("PlusEpsClamp", "KNOWN_DIVERGENCE", "sqrt(|g| + 1e-6) instead of sqrt(max(|g|, 1e-6)).", "§FUS.6");
+  b.Note("SignNoise", "KNOWN_DIVERGENCE",
+         "g is tiny noise around 0: its sign flips the gate between sigmoid(+-0.001); exact cancellation gives 0.5.",
+         "§FUS.6");
+  b.Note("RmsNormEps", "KNOWN_DIVERGENCE",
+         "The key/query RMSNorms use torch's default eps = float32 epsilon (2^-23), not 1e-5; small-norm inputs show it.",
+         "§FUS.5");
+  b.Note("NaNPropagation", "EDGE_CASE", "NaN in g: the gate is NaN (sign(NaN) = 0, but sqrt(NaN) * 0 is NaN).",
+         "§FUS.6");
+  b.Note("ShapeMismatch", "INVALID_INPUT", "Inputs whose lengths do not match the parameters must be refused.",
+         "§FUS.6");
+
+  ojson gf = {{"type", "GateFunctionTest"}, {"comment", "the demo gate as a function of g"}, {"profile", "demo-v1"},
+              {"tolerance", GateGroupTolerance()}};
+  size_t g = b.Group(gf);
+  const std::vector<std::pair<double, std::vector<std::string>>> gs = {
+      {0.0, {"SignZeroHalf"}}, {-0.0, {"SignZeroHalf"}}, {1e-7, {"ClampMin", "PlusEpsClamp", "SignNoise"}},
+      {-1e-7, {"ClampMin", "PlusEpsClamp", "SignNoise"}}, {1e-6, {"ClampMin"}}, {4e-6, {"PlusEpsClamp"}},
+      {0.25, {}}, {-2.0, {}}, {std::nan(""), {"NaNPropagation"}}};
+  for (const auto& [x, flags] : gs) {
+    AddTest(b, g, gf, ComputeGateFunction, "g = " + FloatHex(x), flags, {"§FUS.6"}, {{"dot", Hex(x)}});
+  }
+
+  ojson dg = {{"type", "DemoGateTest"},
+              {"comment", "demo gate and value, hc 2, hidden 16, in 32"},
+              {"profile", "demo-v1"}};
+  InputRng rng(0x44454D4F);
+  const size_t hc = 2, hidden = 16, in = 32;
+  AddDemoParams(dg, rng, hc, hidden, in, 4, 3);
+  dg["tolerance"] = ToleranceJson({{"g", Rule(2, -18, "dotScale")},
+                                   {"gate", Rule(2, -18, "gateSlope")},
+                                   {"value", Rule(2, -17, "maxAbsVector")}});
+  size_t dgi = b.Group(dg);
+  for (int i = 0; i < 3; ++i) {
+    AddTest(b, dgi, dg, ComputeDemoGate, "random e and hidden state", {}, {"§FUS.5", "§FUS.6"},
+            {{"e", HexList(RandomValues(rng, in, 0))}, {"hidden", HexList(RandomValues(rng, hc * hidden, 1))}});
+  }
+  {
+    std::vector<double> h = RandomValues(rng, hc * hidden, 1);
+    for (size_t j = 0; j < hidden; ++j) h[j] = 0.0;  // stream 0 all zero: normed query 0, g = +0
+    AddTest(b, dgi, dg, ComputeDemoGate, "stream 0 hidden state all zero: g = +0, gate exactly 0.5",
+            {"SignZeroHalf"}, {"§FUS.6"}, {{"e", HexList(RandomValues(rng, in, 0))}, {"hidden", HexList(h)}});
+  }
+  {
+    std::vector<double> h = RandomValues(rng, hc * hidden, -14);  // mean square ~1e-8 << 1e-5
+    AddTest(b, dgi, dg, ComputeDemoGate, "tiny hidden state: eps 2^-23 vs 1e-5 changes the normed query",
+            {"RmsNormEps"}, {"§FUS.5"}, {{"e", HexList(RandomValues(rng, in, 0))}, {"hidden", HexList(h)}});
+  }
+  AddTest(b, dgi, dg, ComputeDemoGate, "e is one value short", {"ShapeMismatch"}, {"§FUS.6"},
+          {{"e", HexList(RandomValues(rng, in - 1, 0))}, {"hidden", HexList(RandomValues(rng, hc * hidden, 1))}});
+  return b.Finish();
+}
+
+// ---------------------------------------------------------------------------
+// short_conv_demo
+
+ojson GenerateShortConv() {
+  SuiteBuilder b("short_conv_demo", "fusion.schema.json", "ENGRAM-FUSION");
+  CommonNotes(b);
+  b.Note("TapOrder", "KNOWN_DIVERGENCE",
+         "Conv1d is a cross-correlation over left padding: tap kernel-1 multiplies the current step, tap 0 the "
+         "oldest. Ports that apply the taps time-reversed differ.",
+         "§FUS.7");
+  b.Note("Dilation", "BASIC", "dilation = max_ngram_size: tap j reads step t - (kernel-1-j) * dilation.", "§FUS.7");
+  b.Note("SequenceStart", "EDGE_CASE", "Steps before the start read the zero padding.", "§FUS.7");
+  b.Note("ConvNormEps", "KNOWN_DIVERGENCE", "ShortConv's RMSNorm uses eps 1e-5 (unlike the gate's norms).", "§FUS.7");
+  b.Note("ShapeMismatch", "INVALID_INPUT", "value must have steps * hc * hidden entries.", "§FUS.7");
+
+  ojson sg = {{"type", "ShortConvTest"}, {"comment", "ShortConv, hc 2, hidden 8, kernel 4, dilation 3"},
+              {"profile", "demo-v1"}};
+  InputRng rng(0x434F4E56);
+  const size_t hc = 2, hidden = 8;
+  AddDemoParams(sg, rng, hc, hidden, 1, 4, 3);
+  sg["tolerance"] = ToleranceJson({{"output", Rule(2, -17, "maxAbsVector")}});
+  size_t g = b.Group(sg);
+  const size_t C = hc * hidden;
+  {
+    std::vector<double> v(12 * C, 0.0);
+    for (size_t ch = 0; ch < C; ++ch) v[ch] = 1.0;  // an impulse at t = 0 in every channel
+    AddTest(b, g, sg, ComputeShortConv, "impulse at t = 0: the taps appear at t = 0, 3, 6, 9 in the order 3, 2, 1, 0",
+            {"TapOrder", "Dilation", "SequenceStart"}, {"§FUS.7"}, {{"steps", 12}, {"value", HexList(v)}});
+  }
+  for (size_t steps : {1, 5, 13}) {
+    AddTest(b, g, sg, ComputeShortConv, "random values, " + std::to_string(steps) + " steps",
+            {"TapOrder", "Dilation", "SequenceStart"}, {"§FUS.7"},
+            {{"steps", steps}, {"value", HexList(RandomValues(rng, steps * C, 0))}});
+  }
+  AddTest(b, g, sg, ComputeShortConv, "small values: the RMSNorm eps 1e-5 dominates", {"ConvNormEps"}, {"§FUS.7"},
+          {{"steps", 4}, {"value", HexList(RandomValues(rng, 4 * C, -9))}});
+  AddTest(b, g, sg, ComputeShortConv, "value has one entry too few", {"ShapeMismatch"}, {"§FUS.7"},
+          {{"steps", 2}, {"value", HexList(RandomValues(rng, 2 * C - 1, 0))}});
+  return b.Finish();
+}
+
+// ---------------------------------------------------------------------------
+// engram_forward
+
+ojson GenerateForward() {
+  SuiteBuilder b("engram_forward", "fusion.schema.json", "ENGRAM-FUSION");
+  CommonNotes(b);
+  b.Header("End to end: compressed ids -> hash rows (§HASH, first layer of the config) -> table rows (§STO,");
+  b.Header("synthetic table from tableSeed) -> v4.1: fp8 wkv + gate -> bf16 out; demo-v1: gate, value, ShortConv.");
+  b.Header("Each stage reads the float32 mirror's output of the stage before (bf16 kv in v4.1), §FUS.10.");
+  b.Note("EndToEnd", "BASIC", "Every stage chained on a small configuration.", "§FUS.10");
+  b.Note("Masked", "BASIC", "v4.1: a DEAD (-1) id is a masked position: gate 0, out == x.", "§FUS.3");
+  b.Note("SequenceStart", "BASIC", "The first positions read pad in the hash and the conv padding.", "§FUS.7");
+
+  // v4.1: 1 layer, max n-gram 3, 2 heads -> 4 columns of head_dim 32 -> e of 128; dim 16, hc 4.
+  {
+    ojson cfg = {{"engram_layer_ids", {1}},       {"engram_vocab_size", 101},      {"engram_max_ngram_size", 3},
+                 {"engram_n_heads", 2},           {"engram_head_dim", 32},         {"engram_pad_id", 2},
+                 {"engram_compressed_vocab_size", 50}, {"dim", 16}, {"hc_mult", 4}, {"norm_eps", 1e-20}};
+    Layout layout = BuildLayout(ParseConfig(json::parse(cfg.dump()), "<generator>"), 50, 2);
+    cfg["engram_num_embeddings"] = {layout.layers[0].num_embeddings};
+    InputRng rng(0x46574434);
+    const size_t dim = 16, hc = 4, in = 128, nout = dim * (hc + 1);
+    std::vector<uint8_t> codes(nout * in), scales(((nout + 31) / 32) * (in / 32));
+    for (uint8_t& c : codes) {
+      c = static_cast<uint8_t>(rng.Below(256));
+      if ((c & 0x7F) == 0x7F) c = 0x30;
+    }
+    for (uint8_t& s : scales) s = static_cast<uint8_t>(120 + rng.Below(6));
+    ojson g = {{"type", "EngramForwardTest"},
+               {"comment", "v4.1: 1 layer, max 3, 2 heads, head_dim 32, dim 16, hc 4, fp8 wkv"},
+               {"profile", "v4.1"},
+               {"config", cfg},
+               {"compressedVocabSize", 50},
+               {"compressedPad", 2},
+               {"tableSeed", 7},
+               {"qWeight", RandomBf16(rng, hc * dim, 0)},
+               {"kWeight", RandomBf16(rng, hc * dim, 0)},
+               {"wkvWeightCodes", codes},
+               {"wkvWeightScales", scales},
+               {"tolerance", ToleranceJson({{"kv", FaithfulRule()}, {"gate", Rule(2, -18, "gateSlope")},
+                                            {"out", FaithfulRule()}})}};
+    size_t gi = b.Group(g);
+    auto ids = [&](size_t n) {
+      std::vector<int64_t> v(n);
+      for (int64_t& x : v) x = rng.Below(50);
+      return v;
+    };
+    std::vector<int64_t> a = ids(5), m = ids(6);
+    m[2] = kDead;
+    AddTest(b, gi, g, ComputeForwardV41, "five positions", {"EndToEnd", "SequenceStart"},
+            {"§FUS.2", "§FUS.3", "§FUS.10"}, {{"ids", a}, {"x", RandomBf16(rng, a.size() * hc * dim, 0)}});
+    AddTest(b, gi, g, ComputeForwardV41, "position 2 is DEAD (masked)", {"EndToEnd", "Masked"},
+            {"§FUS.3", "§FUS.10"}, {{"ids", m}, {"x", RandomBf16(rng, m.size() * hc * dim, 0)}});
+  }
+  // demo-v1: 1 layer, max 3, 2 heads, n_embed_per_ngram 8 (head_dim 4) -> in 16; hidden 8, hc 2.
+  {
+    ojson cfg = DemoConfigJson();
+    cfg["engram_vocab_size"] = {13, 17};
+    cfg["n_head_per_ngram"] = 2;
+    cfg["n_embed_per_ngram"] = 8;
+    cfg["layer_ids"] = {1};
+    cfg["hidden_size"] = 8;
+    cfg["hc_mult"] = 2;
+    InputRng rng(0x46574444);
+    ojson g = {{"type", "EngramForwardTest"},
+               {"comment", "demo-v1: 1 layer, max 3, 2 heads, head_dim 4, hidden 8, hc 2, kernel 4, dilation 3"},
+               {"profile", "demo-v1"},
+               {"config", cfg},
+               {"compressedVocabSize", 40},
+               {"compressedPad", 2},
+               {"tableSeed", 9}};
+    AddDemoParams(g, rng, 2, 8, 16, 4, 3);
+    g["tolerance"] = ToleranceJson({{"gate", Rule(2, -18, "gateSlope")},
+                                    {"output", Rule(2, -17, "maxAbsVector")},
+                                    {"hiddenAfter", Rule(2, -17, "maxAbsVector")}});
+    size_t gi = b.Group(g);
+    std::vector<int64_t> ids = {5, 17, 2, 39, 0, 11, 23};
+    AddTest(b, gi, g, ComputeForwardDemo, "seven positions", {"EndToEnd", "SequenceStart"},
+            {"§FUS.5", "§FUS.6", "§FUS.7", "§FUS.10"},
+            {{"ids", ids}, {"hidden", HexList(RandomValues(rng, ids.size() * 16, 0))}});
+  }
+  return b.Finish();
+}
+
+std::map<std::string, TestVerifier> FusionVerifiers() {
+  return {{"GateFunctionTest", Verifier(ComputeGateFunction)}, {"V41GateTest", Verifier(ComputeV41Gate)},
+          {"WkvTest", Verifier(ComputeWkv)},                   {"DemoGateTest", Verifier(ComputeDemoGate)},
+          {"ShortConvTest", Verifier(ComputeShortConv)},
+          {"EngramForwardTest", [](Checker& c, const json& g, const json& t) {
+             Verifier(g.at("profile") == "v4.1" ? ComputeForwardV41 : ComputeForwardDemo)(c, g, t);
+           }}};
+}
+
+}  // namespace
+
+SuiteDef GateV41Suite() { return {"gate_v41", "fusion.schema.json", GenerateGateV41, FusionVerifiers()}; }
+SuiteDef GateDemoSuite() { return {"gate_demo", "fusion.schema.json", GenerateGateDemo, FusionVerifiers()}; }
+SuiteDef ShortConvDemoSuite() { return {"short_conv_demo", "fusion.schema.json", GenerateShortConv, FusionVerifiers()}; }
+SuiteDef EngramForwardSuite() { return {"engram_forward", "fusion.schema.json", GenerateForward, FusionVerifiers()}; }
+
+}  // namespace engram::vectors

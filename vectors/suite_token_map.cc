@@ -1,0 +1,471 @@
+// spec/token_map.md — suite `token_map` (§TOK.7): generator and verifier.
+//
+// Every group embeds a small tokenizer.json, written here, as the exact text
+// of the file (`tokenizerJson`), so that a port can write it to disk and run
+// its own loader. Expected values come from the reference; every valid group
+// is also checked id for id against Hugging Face tokenizers by
+// conformance/crosscheck/hf_token_map.py.
+#include <unicode/unistr.h>
+#include <unicode/locid.h>
+
+#include <map>
+#include <set>
+
+#include "reference/config.h"
+#include "reference/error.h"
+#include "reference/token_map.h"
+#include "vectors/suite.h"
+
+namespace engram::vectors {
+namespace {
+
+// The vocab entry (GPT-2 byte-level string) whose bytes are `bytes`.
+std::string B(std::string_view bytes) {
+  std::string out;
+  for (char ch : bytes) {
+    const char32_t c = ByteToUnicode(static_cast<uint8_t>(ch));
+    icu::UnicodeString u(static_cast<UChar32>(c));
+    u.toUTF8String(out);
+  }
+  return out;
+}
+
+struct Added {
+  int64_t id;
+  std::string content;
+  bool special;
+};
+
+// A tokenizer.json in the shape the Hugging Face library writes.
+ojson TokenizerDoc(const std::vector<std::string>& vocab, const std::vector<Added>& added,
+                   const ojson& decoder = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true},
+                                           {"use_regex", true}},
+                   const std::string& model_type = "BPE") {
+  ojson at = ojson::array();
+  for (const Added& a : added) {
+    at.push_back({{"id", a.id},          {"content", a.content},  {"single_word", false}, {"lstrip", false},
+                  {"rstrip", false},     {"normalized", !a.special}, {"special", a.special}});
+  }
+  ojson v = ojson::object();
+  for (size_t i = 0; i < vocab.size(); ++i) v[vocab[i]] = i;
+  ojson model;
+  if (!model_type.empty()) model["type"] = model_type;
+  model["dropout"] = nullptr;
+  model["unk_token"] = nullptr;
+  model["continuing_subword_prefix"] = nullptr;
+  model["end_of_word_suffix"] = nullptr;
+  model["fuse_unk"] = false;
+  model["byte_fallback"] = false;
+  model["vocab"] = v;
+  model["merges"] = ojson::array();
+  ojson doc;
+  doc["version"] = "1.0";
+  doc["truncation"] = nullptr;
+  doc["padding"] = nullptr;
+  doc["added_tokens"] = at;
+  doc["normalizer"] = nullptr;
+  doc["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
+  doc["post_processor"] = nullptr;
+  doc["decoder"] = decoder;
+  doc["model"] = model;
+  return doc;
+}
+
+// ---------------------------------------------------------------------------
+// Known divergences (ENGRAM.md §8), each computed from the texts so that the
+// flag is set exactly where such a port's map differs.
+
+// A normalizer without the U+E000 sentinel steps (§TOK.3 steps 6 and 8):
+// the text's own U+E000 is parked on U+E001 (treated alike by every other
+// step), so that only the sentinel is missing.
+std::string SentinelLessNormalize(const std::string& text) {
+  std::string parked;
+  icu::UnicodeString u = icu::UnicodeString::fromUTF8(text);
+  u.findAndReplace(icu::UnicodeString(static_cast<UChar32>(0xE000)), icu::UnicodeString(static_cast<UChar32>(0xE001)));
+  u.toUTF8String(parked);
+  std::string n = NormalizeText(parked);
+  if (n == " ") return "";
+  icu::UnicodeString back = icu::UnicodeString::fromUTF8(n);
+  back.findAndReplace(icu::UnicodeString(static_cast<UChar32>(0xE001)), icu::UnicodeString(static_cast<UChar32>(0xE000)));
+  std::string out;
+  back.toUTF8String(out);
+  return out;
+}
+
+// Lowercase with context (word-final Σ -> ς), as a whole-string lowercase does.
+std::string ContextLowercaseNormalize(const std::string& text) {
+  icu::UnicodeString u = icu::UnicodeString::fromUTF8(text);
+  u.toLower(icu::Locale::getRoot());
+  std::string lowered;
+  u.toUTF8String(lowered);
+  return NormalizeText(lowered);
+}
+
+// transformers' clean_up_tokenization (clean_up_tokenization_spaces=True).
+std::string CleanUpSpaces(std::string text) {
+  const std::pair<std::string, std::string> rules[] = {{" .", "."},   {" ?", "?"},     {" !", "!"},     {" ,", ","},
+                                                      {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"},   {" 's", "'s"},
+                                                      {" 've", "'ve"}, {" 're", "'re"}};
+  for (const auto& [from, to] : rules) {
+    size_t at = 0;
+    while ((at = text.find(from, at)) != std::string::npos) {
+      text.replace(at, from.size(), to);
+      at += to.size();
+    }
+  }
+  return text;
+}
+
+enum class Variant { kSentinelLess, kContextLowercase, kPythonWrapper };
+
+std::vector<int64_t> VariantMap(const Tokenizer& tk, Variant variant) {
+  std::map<std::string, int64_t> seen;
+  std::vector<int64_t> map;
+  for (const std::string& token : tk.tokens) {
+    std::string text = DecodeToken(token);
+    if (variant == Variant::kPythonWrapper) text = CleanUpSpaces(text);
+    std::string key;
+    if (text.find("\xEF\xBF\xBD") != std::string::npos) {
+      key = token;
+    } else {
+      std::string n = variant == Variant::kSentinelLess      ? SentinelLessNormalize(text)
+                      : variant == Variant::kContextLowercase ? ContextLowercaseNormalize(text)
+                                                              : NormalizeText(text);
+      key = n.empty() ? text : n;
+    }
+    auto it = seen.try_emplace(key, static_cast<int64_t>(seen.size())).first;
+    map.push_back(it->second);
+  }
+  return map;
+}
+
+// ---------------------------------------------------------------------------
+
+ojson IntermediateJson(const Tokenizer& tk, const std::vector<TokenKey>& keys, const TokenMap& tm) {
+  ojson out = ojson::array();
+  for (size_t id = 0; id < keys.size(); ++id) {
+    const TokenKey& k = keys[id];
+    ojson e;
+    e["id"] = id;
+    e["token"] = tk.tokens[id];
+    e["added"] = tk.added[id] != 0;
+    e["special"] = tk.special[id] != 0;
+    e["text"] = k.text;
+    e["replacement"] = k.replacement;
+    if (!k.replacement) e["normalized"] = k.normalized;
+    e["keyKind"] = std::string(KeyKindName(k.kind));
+    e["key"] = k.key;
+    e["compressedId"] = tm.map[id];
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+// One test's inputs -> its expected fields (result, outputs, intermediate).
+ojson Expected(const std::string& tokenizer_json, const json& test_inputs) {
+  ojson fields;
+  try {
+    const Tokenizer tk = ParseTokenizerJson(tokenizer_json, "tokenizer.json");
+    std::vector<TokenKey> keys;
+    const TokenMap tm = BuildTokenMap(tk, &keys);
+    std::optional<int64_t> pad;
+    if (test_inputs.contains("padId") || test_inputs.contains("engramCompressedVocabSize")) {
+      // §TOK.4 through a minimal v4.1 configuration view.
+      EngramConfig config;
+      config.profile = Profile::kV41;
+      config.source = "config";
+      config.pad_id = test_inputs.value("padId", int64_t{0});
+      if (test_inputs.contains("engramCompressedVocabSize")) {
+        config.compressed_vocab_size = test_inputs["engramCompressedVocabSize"].get<int64_t>();
+      }
+      pad = CheckTokenMapForConfig(tm, config);
+    }
+    fields["result"] = "valid";
+    fields["tokens"] = tm.tokens();
+    fields["compressedSize"] = tm.compressed_size;
+    fields["sha256"] = TokenMapDigest(tm);
+    fields["map"] = tm.map;
+    if (pad && test_inputs.contains("padId")) fields["compressedPad"] = *pad;
+    fields["intermediate"] = IntermediateJson(tk, keys, tm);
+  } catch (const Error& e) {
+    fields["result"] = "invalid";
+    fields["error"] = e.what();
+  }
+  return fields;
+}
+
+ojson GenerateTokenMap() {
+  SuiteBuilder b("token_map", "token_map.schema.json", "ENGRAM-TOKEN-MAP");
+  b.Header("Compressed token map: a Hugging Face tokenizer.json (embedded as text in each group) -> map[raw id] =");
+  b.Header("compressed id, its size and the SHA-256 of the map as int32 little-endian. Intermediate values per id:");
+  b.Header("the raw token string, the decoded text, whether it holds U+FFFD, the normalized text, the key and its kind.");
+  b.Note("ByteLevelDecode", "BASIC", "Vocab tokens decode through the GPT-2 byte<->unicode table, then UTF-8.", "§TOK.2");
+  b.Note("PartialUtf8", "BASIC",
+         "Tokens holding part of a UTF-8 sequence decode to U+FFFD; their key is the raw token string.", "§TOK.4");
+  b.Note("MaximalSubpart", "EDGE_CASE",
+         "One U+FFFD per maximal invalid subpart (Rust from_utf8_lossy), not one per byte or per token.", "§TOK.2");
+  b.Note("SpaceToken", "EDGE_CASE",
+         "A token that is exactly one space (Ġ), or any run of [ \\t\\r\\n], keeps the key \" \" (the U+E000 sentinel).",
+         "§TOK.3");
+  b.Note("WhitespaceRuns", "BASIC", "Runs of space, tab, CR, LF (Ġ, ĉ, č, Ċ) collapse to one space before stripping.",
+         "§TOK.3");
+  b.Note("EmptyNormalization", "EDGE_CASE",
+         "Texts that normalize to \"\" (lone marks, White_Space such as U+2028, U+0085, VT, FF) keep their text as key.",
+         "§TOK.4");
+  b.Note("CombiningMarks", "BASIC", "Every Mn, Mc and Me code point is removed after NFD (HF StripAccents).", "§TOK.3");
+  b.Note("Compatibility", "BASIC", "NFKC folds compatibility characters: ligatures, circled, full-width, super/subscripts.",
+         "§TOK.3");
+  b.Note("Lowercase", "BASIC", "Per-code-point full lowercase (Rust char::to_lowercase): Σ -> σ always.", "§TOK.3");
+  b.Note("DottedCapitalI", "EDGE_CASE",
+         "İ (U+0130): NFD splits it into I + U+0307 before lowercasing, so it keys as \"i\".", "§TOK.3");
+  b.Note("Scripts", "BASIC", "Greek, Cyrillic, CJK, Hangul, Thai, Hebrew, Devanagari and emoji (ZWJ, skin tones, VS16).",
+         "§TOK.3");
+  b.Note("AddedTokens", "BASIC",
+         "Added tokens (special or not) decode like any token; an added token already in the vocab keeps its id.",
+         "§TOK.1");
+  b.Note("AddedTokenByteLevel", "KNOWN_DIVERGENCE",
+         "An added token made only of byte-table characters (e.g. \"Ġy\") decodes through the table (\" y\") in the "
+         "Rust backend; a port that returns added tokens' content unchanged differs.",
+         "§TOK.2");
+  b.Note("SharedDictionary", "EDGE_CASE",
+         "Keys of different kinds coincide (a raw token string equals another token's normalized text): one dictionary, "
+         "one id.",
+         "§TOK.4");
+  b.Note("PadMapping", "BASIC", "The compressed pad is map[pad id].", "§TOK.4");
+  b.Note("SentinelLessNormalizer", "KNOWN_DIVERGENCE",
+         "A normalizer without the U+E000 sentinel steps maps these tokens differently.", "§TOK.3");
+  b.Note("ContextLowercase", "KNOWN_DIVERGENCE",
+         "A context-sensitive lowercase (word-final Σ -> ς, e.g. Python str.lower, ICU u_strToLower on the whole text) "
+         "maps these tokens differently.",
+         "§TOK.3");
+  b.Note("PythonWrapperDecode", "KNOWN_DIVERGENCE",
+         "Decoding through the transformers Python wrapper with clean_up_tokenization_spaces=True (\" .\" -> \".\", "
+         "\" n't\" -> \"n't\", ...) maps these tokens differently.",
+         "§TOK.2");
+  b.Note("WrongTokenizerRevision", "KNOWN_DIVERGENCE",
+         "Another revision of a tokenizer with the same compressed size but a different map: only the sha256 of the "
+         "whole map tells them apart.",
+         "§TOK.6");
+  b.Note("SizeMismatch", "INVALID_INPUT",
+         "v4.1: a map whose size is not engram_compressed_vocab_size must be refused.", "§TOK.4");
+  b.Note("VocabHole", "INVALID_INPUT", "Vocab ids must be 0 .. n-1: an id without a token must be refused.", "§TOK.1");
+  b.Note("DuplicateId", "INVALID_INPUT", "Two tokens with the same id (vocab or added) must be refused.", "§TOK.1");
+  b.Note("AddedIdMismatch", "INVALID_INPUT",
+         "An added token whose id is not the one the Hugging Face loader assigns (it ignores the file's id) must be "
+         "refused.",
+         "§TOK.1");
+  b.Note("UnsupportedModel", "INVALID_INPUT", "model.type other than \"BPE\" (or missing) must be refused.", "§TOK.1");
+  b.Note("UnsupportedDecoder", "INVALID_INPUT",
+         "A decoder other than ByteLevel (alone or as the only step of a Sequence) must be refused.", "§TOK.1");
+  b.Note("MalformedTokenizer", "INVALID_INPUT", "Not JSON, or a vocab id that is not an integer.", "§TOK.1");
+
+  struct Case {
+    std::string comment;
+    std::string text;  // the tokenizer.json text
+    std::vector<std::string> flags;
+    std::vector<std::string> refs;
+    std::vector<json> extra;  // additional tests: their inputs (padId, engramCompressedVocabSize)
+    std::vector<std::vector<std::string>> extra_flags;
+  };
+  std::vector<Case> cases;
+  auto doc_text = [](const ojson& d) { return d.dump(); };
+
+  // 1. Bytes and whitespace.
+  {
+    std::vector<std::string> v = {
+        B("a"), B("A"), B(" "), B("  "), B(" a"), B("a "), B("\n"), B("\t"), B("\r"), B("\r\n"), B(" \t\n "),
+        B("\t\t"), B("a\tb"), B("a \n b"), B("a  b"), B("\x0b"), B("\x0c"), B("\x1c"), B("\xc2\x85"),
+        B("\xe2\x80\xa8"), B("\xe3\x80\x80"), B("\xc2\xa0"), B("\xee\x80\x80"), B("a\xee\x80\x80"),
+        B("\xe2\x80\x8b"), B("\xc3"), B("\xf0\x9f"), B("\xf0\x9f\x98"), B("\xf0\x9f\x98\x80"), B("\x80"),
+        B("\xed\xa0\x80"), B("\xe0\x80"), B("\xc0\xaf"), B("\xf4\x90\x80\x80"), B("\xe2\x82"), B("a\xe2\x82z"),
+        B("\xf0"), B("\xc3\xb0"), "\xef\xbf\xbd", B("\xef\xbf\xbd"), "\xc4\xa0\xe4\xb8\xad", B("\xcc\x81"),
+        B("\xe2\x83\x9d"), B("\xff\xfe"), B("\x00"), B("\x7f")};
+    cases.push_back({"bytes and whitespace: space/tab/CR/LF runs, partial UTF-8, lone marks, private-use sentinel",
+                     doc_text(TokenizerDoc(v, {})),
+                     {"ByteLevelDecode", "PartialUtf8", "MaximalSubpart", "SpaceToken", "WhitespaceRuns",
+                      "EmptyNormalization", "SharedDictionary"},
+                     {"§TOK.1", "§TOK.2", "§TOK.3", "§TOK.4"},
+                     {},
+                     {}});
+  }
+  // 2. Unicode normalization and scripts.
+  {
+    const char* texts[] = {
+        "e", "\xc3\xa9", "e\xcc\x81", "\xc3\x89", "E", "\xef\xac\x81", "fi", "\xe2\x91\xa0", "1", "\xe2\x92\xb6",
+        "a", "\xef\xbc\xa1", "\xef\xbd\x81", "\xe2\x84\xa6", "\xcf\x89", "\xce\xa3\xce\x91\xce\xa3",
+        "\xcf\x83\xce\xb1\xcf\x83", "\xcf\x83\xce\xb1\xcf\x82", "\xce\x9f\xce\x94\xce\x9f\xce\xa3", "\xce\xa3",
+        "\xcf\x82", "\xc4\xb0", "i", "I", "\xc4\xb1", "\xc7\x85", "\xc3\x9f", "\xe1\xba\x9e", "\xe2\x84\xab",
+        "\xe1\xbc\x88\xce\xb8\xe1\xbf\x86\xce\xbd\xce\xb1\xce\xb9", "\xce\xb1\xce\xb8\xce\xb7\xce\xbd\xce\xb1\xce\xb9",
+        "\xd0\x9c\xd0\xbe\xd1\x81\xd0\xba\xd0\xb2\xd0\xb0", "\xd0\xbc\xd0\xbe\xd1\x81\xd0\xba\xd0\xb2\xd0\xb0",
+        "\xd0\x99", "\xd0\xb8", "\xd1\x91", "\xe4\xb8\xad\xe6\x96\x87", "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e",
+        "\xed\x95\x9c\xea\xb5\xad", "\xf0\x9f\x91\x8d", "\xf0\x9f\x91\x8d\xf0\x9f\x8f\xbd",
+        "\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x91\xa7", "\xe2\x9d\xa4\xef\xb8\x8f",
+        "\xe2\x9d\xa4", "1\xef\xb8\x8f\xe2\x83\xa3", "\xe0\xa4\x95\xe0\xa5\x8d\xe0\xa4\xb7\xe0\xa4\xbf",
+        "\xe0\xa4\x95\xe0\xa4\xbf", "\xe0\xa4\x95", "\xe0\xa4\x83", "a\xe2\x83\x9d", "\xe0\xb8\x97\xe0\xb8\xb5\xe0\xb9\x88",
+        "\xe0\xb8\x97", "\xd7\xa9\xd6\xb8\xd7\x81\xd7\x9c\xd7\x95\xd6\xb9\xd7\x9d", "\xd7\xa9\xd7\x9c\xd7\x95\xd7\x9d",
+        "\xef\xbe\x8a\xef\xbe\x9f", "\xe3\x83\x8f", "\xe3\x8d\xbf", "x\xc2\xb2", "x2", "\xc2\xbd", "\xe2\x85\xab",
+        "\xe2\x84\xa2", " Hello", "hello", "HELLO"};
+    std::vector<std::string> v;
+    for (const char* t : texts) v.push_back(B(t));
+    cases.push_back({"Unicode: NFKC compatibility, accents and marks (Mn, Mc, Me), case, sigma, İ, scripts, emoji",
+                     doc_text(TokenizerDoc(v, {})),
+                     {"ByteLevelDecode", "Compatibility", "CombiningMarks", "Lowercase", "DottedCapitalI", "Scripts",
+                      "EmptyNormalization"},
+                     {"§TOK.2", "§TOK.3", "§TOK.4"},
+                     {},
+                     {}});
+  }
+  // 3. Added tokens; pad mapping and the v4.1 size check.
+  std::string added_text;
+  {
+    std::vector<std::string> v = {"<s>", "a", "b", B(" x"), "y"};
+    std::vector<Added> added = {{0, "<s>", true},
+                                {5, "<\xef\xbd\x9c" "begin\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", true},
+                                {6, "<|pad|>", true},
+                                {7, "<think>", false},
+                                {8, B(" y"), false},
+                                {9, B("  "), true},
+                                {10, "<\xef\xbd\x9cUser\xef\xbd\x9c>", false},
+                                {11, "\xef\xbc\xa1", false},
+                                {12, "\xc3\xa9", false}};
+    added_text = doc_text(TokenizerDoc(v, added));
+    cases.push_back({"added tokens, special and not: in the vocab, outside the table, made of table characters",
+                     added_text,
+                     {"AddedTokens", "AddedTokenByteLevel", "SharedDictionary", "PartialUtf8", "SpaceToken"},
+                     {"§TOK.1", "§TOK.2", "§TOK.4"},
+                     {json{{"padId", 6}}, json{{"padId", 6}, {"engramCompressedVocabSize", 10}},
+                      json{{"padId", 6}, {"engramCompressedVocabSize", 11}}, json{{"padId", 13}}},
+                     {{"PadMapping"}, {"PadMapping"}, {"SizeMismatch"}, {"PadMapping"}}});
+  }
+  // 4/5. Two revisions of one tokenizer: same size, different maps.
+  {
+    std::vector<std::string> v = {B("."), B(".."), B(" . ."), B("x n't"), B("xn't"), B("don"), B("Don"), B("'s"),
+                                  B(" 's"), B("it 's"), B("it's")};
+    cases.push_back({"revision A (also: texts that transformers' clean_up_tokenization would change)",
+                     doc_text(TokenizerDoc(v, {})),
+                     {"ByteLevelDecode", "WhitespaceRuns"},
+                     {"§TOK.2", "§TOK.4", "§TOK.6"},
+                     {},
+                     {}});
+    std::swap(v[5], v[7]);  // two tokens trade ids: same size, different map
+    cases.push_back({"revision B: two tokens of revision A trade ids; same compressed size, different sha256",
+                     doc_text(TokenizerDoc(v, {})),
+                     {"WrongTokenizerRevision"},
+                     {"§TOK.4", "§TOK.6"},
+                     {},
+                     {}});
+  }
+  // 6. Decoder as a one-step Sequence.
+  cases.push_back({"decoder: a Sequence whose only step is ByteLevel decodes the same",
+                   doc_text(TokenizerDoc({B("a"), B(" b"), B("\xc3")}, {},
+                                         {{"type", "Sequence"}, {"decoders", {{{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}}}})),
+                   {"ByteLevelDecode"},
+                   {"§TOK.1", "§TOK.2"},
+                   {},
+                   {}});
+
+  // Invalid tokenizers.
+  struct Bad {
+    std::string comment;
+    std::string text;
+    std::string flag;
+  };
+  std::vector<Bad> bad;
+  {
+    ojson hole = TokenizerDoc({"a", "b", "c"}, {});
+    hole["model"]["vocab"]["c"] = 3;
+    bad.push_back({"vocab ids 0, 1, 3: id 2 is a hole", doc_text(hole), "VocabHole"});
+    ojson dup = TokenizerDoc({"a", "b", "c"}, {});
+    dup["model"]["vocab"]["c"] = 1;
+    bad.push_back({"vocab: two tokens with id 1 (and a hole at 2)", doc_text(dup), "DuplicateId"});
+    std::string twice = doc_text(TokenizerDoc({"a", "b"}, {}));
+    const std::string needle = "\"b\":1";
+    twice.replace(twice.find(needle), needle.size(), "\"b\":1,\"a\":2");
+    bad.push_back({"vocab: the token \"a\" appears twice (ids 0 and 2)", twice, "DuplicateId"});
+    bad.push_back({"added token declares the id of another vocab token",
+                   doc_text(TokenizerDoc({"a", "b"}, {{1, "<s>", true}})), "DuplicateId"});
+    bad.push_back({"added token twice with one id", doc_text(TokenizerDoc({"a", "b"}, {{2, "<s>", true}, {2, "</s>", true}})),
+                   "DuplicateId"});
+    bad.push_back({"added token \"a\" is vocab id 0 but declares id 2 (the HF loader gives it 0)",
+                   doc_text(TokenizerDoc({"a", "b"}, {{2, "a", true}})), "AddedIdMismatch"});
+    bad.push_back({"added token declares id 3 where the next id is 2: id 2 would be a hole",
+                   doc_text(TokenizerDoc({"a", "b"}, {{3, "<s>", true}})), "VocabHole"});
+    bad.push_back({"model.type WordPiece", doc_text(TokenizerDoc({"a", "b"}, {}, {{"type", "ByteLevel"}}, "WordPiece")),
+                   "UnsupportedModel"});
+    bad.push_back({"model.type missing", doc_text(TokenizerDoc({"a", "b"}, {}, {{"type", "ByteLevel"}}, "")),
+                   "UnsupportedModel"});
+    bad.push_back({"decoder WordPiece", doc_text(TokenizerDoc({"a", "b"}, {}, {{"type", "WordPiece"}, {"prefix", "##"}, {"cleanup", true}})),
+                   "UnsupportedDecoder"});
+    bad.push_back({"decoder null (tokens would be joined as they are)", doc_text(TokenizerDoc({"a", "b"}, {}, nullptr)),
+                   "UnsupportedDecoder"});
+    bad.push_back({"decoder Sequence of two ByteLevel steps (decodes twice: different text)",
+                   doc_text(TokenizerDoc({"a", "b"}, {}, {{"type", "Sequence"}, {"decoders", {{{"type", "ByteLevel"}}, {{"type", "ByteLevel"}}}}})),
+                   "UnsupportedDecoder"});
+    ojson neg = TokenizerDoc({"a", "b"}, {});
+    neg["model"]["vocab"]["b"] = -1;
+    bad.push_back({"vocab id -1", doc_text(neg), "MalformedTokenizer"});
+    ojson flt = TokenizerDoc({"a", "b"}, {});
+    flt["model"]["vocab"]["b"] = 1.5;
+    bad.push_back({"vocab id 1.5", doc_text(flt), "MalformedTokenizer"});
+    std::string cut = doc_text(TokenizerDoc({"a", "b"}, {}));
+    bad.push_back({"truncated JSON", cut.substr(0, cut.size() / 2), "MalformedTokenizer"});
+  }
+
+  for (const Case& c : cases) {
+    const size_t g = b.Group({{"type", "TokenMapTest"}, {"comment", c.comment}, {"tokenizerJson", c.text}});
+    ojson fields = Expected(c.text, json::object());
+    std::vector<std::string> flags = c.flags;
+    if (fields["result"] == "valid") {
+      const Tokenizer tk = ParseTokenizerJson(c.text, "tokenizer.json");
+      const std::vector<int64_t> map = fields["map"].get<std::vector<int64_t>>();
+      if (VariantMap(tk, Variant::kSentinelLess) != map) flags.push_back("SentinelLessNormalizer");
+      if (VariantMap(tk, Variant::kContextLowercase) != map) flags.push_back("ContextLowercase");
+      if (VariantMap(tk, Variant::kPythonWrapper) != map) flags.push_back("PythonWrapperDecode");
+    }
+    b.Test(g, "the map of the whole tokenizer", flags, c.refs, fields);
+    for (size_t k = 0; k < c.extra.size(); ++k) {
+      ojson inputs = ojson::parse(c.extra[k].dump());
+      ojson f = inputs;
+      const ojson expected = Expected(c.text, c.extra[k]);
+      for (const auto& [key, value] : expected.items()) f[key] = value;
+      std::string comment = "pad id " + c.extra[k]["padId"].dump();
+      if (c.extra[k].contains("engramCompressedVocabSize")) {
+        comment += ", v4.1 engram_compressed_vocab_size " + c.extra[k]["engramCompressedVocabSize"].dump();
+      }
+      b.Test(g, comment, c.extra_flags[k], {"§TOK.4"}, f);
+    }
+  }
+  for (const Bad& x : bad) {
+    const size_t g = b.Group({{"type", "TokenMapTest"}, {"comment", x.comment}, {"tokenizerJson", x.text}});
+    ojson fields = Expected(x.text, json::object());
+    if (fields["result"] != "invalid") throw Error("generator: the reference accepts the bad tokenizer: " + x.comment);
+    b.Test(g, x.comment, {x.flag}, {"§TOK.1"}, fields);
+  }
+  return b.Finish();
+}
+
+void CheckTokenMapTest(Checker& c, const json& g, const json& t) {
+  const std::string text = g.at("tokenizerJson").get<std::string>();
+  json inputs = json::object();
+  for (const char* k : {"padId", "engramCompressedVocabSize"}) {
+    if (t.contains(k)) inputs[k] = t[k];
+  }
+  const json expected = json::parse(Expected(text, inputs).dump());
+  if (expected.at("result") != t.at("result")) {
+    c.Problem(t, "result is " + t.at("result").dump() + " but the reference gives " + expected.at("result").dump() +
+                     (expected.contains("error") ? " (" + expected["error"].get<std::string>() + ")" : ""));
+    return;
+  }
+  if (!IsValid(t)) return;
+  for (const char* f : {"tokens", "compressedSize", "sha256", "map", "intermediate"}) c.Expect(t, f, expected.at(f));
+  if (expected.contains("compressedPad")) c.Expect(t, "compressedPad", expected.at("compressedPad"));
+}
+
+}  // namespace
+
+SuiteDef TokenMapSuite() {
+  return {"token_map", "token_map.schema.json", [] { return GenerateTokenMap(); },
+          {{"TokenMapTest", CheckTokenMapTest}}};
+}
+
+}  // namespace engram::vectors
