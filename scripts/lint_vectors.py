@@ -2,6 +2,7 @@
 """Validate every vectors/v1/*.json against the JSON Schema its `schema` key names (spec §VEC.10).
 
 Usage: scripts/lint_vectors.py [DIR]   (DIR defaults to the repository's vectors/)
+       scripts/lint_vectors.py --contract FILE   (a hash contract, spec §CON.5)
 Exit status: 0 when every file validates, 1 otherwise (each violation is printed with its path).
 """
 import json
@@ -11,7 +12,21 @@ import sys
 import jsonschema
 
 
+def lint_contract(path: pathlib.Path) -> int:
+    """Validate one contract file against vectors/schema/contract.schema.json (spec §CON.5)."""
+    schema_path = pathlib.Path(__file__).resolve().parent.parent / "vectors" / "schema" / "contract.schema.json"
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    validator_cls = jsonschema.validators.validator_for(schema)
+    errors = list(validator_cls(schema).iter_errors(json.loads(path.read_text(encoding="utf-8"))))
+    for e in errors[:20]:
+        print(f"{path}: at /{'/'.join(str(p) for p in e.absolute_path)}: {e.message[:300]}")
+    print(f"{path}: {'OK' if not errors else str(len(errors)) + ' violation(s)'} against contract.schema.json")
+    return 0 if not errors else 1
+
+
 def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--contract":
+        return lint_contract(pathlib.Path(sys.argv[2]))
     root = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent / "vectors"
     suites = sorted((root / "v1").glob("*.json"))
     if not suites:

@@ -40,6 +40,10 @@ scripts/compare_vectors.sh "$regen" vectors
 "$engram" vectors verify vectors >/dev/null
 "$py" scripts/lint_vectors.py vectors >/dev/null
 echo "vectors: reproducible, verified, schema-valid"
+# §CON.5 a contract from the real tokenizer validates against its schema and verifies
+"$engram" contract --config conformance/configs/v41-flash.json --tokenizer "$ENGRAM_DEEPSEEK_TOKENIZER" --out build/contract-v41.json
+"$py" scripts/lint_vectors.py --contract build/contract-v41.json
+"$engram" contract verify build/contract-v41.json --config conformance/configs/v41-flash.json --tokenizer "$ENGRAM_DEEPSEEK_TOKENIZER" >/dev/null
 
 echo "== docs: Doxygen (warnings are errors), snippets ran in ctest, relative links"
 cmake --build --preset release --target docs

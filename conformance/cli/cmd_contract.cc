@@ -22,8 +22,10 @@ MapSource LoadMapSource(const Inputs& in, const Loaded& loaded) {
     throw Error("a contract pins the whole token map: pass --tokenizer PATH or --token-map PATH "
                 "(--compressed-vocab-size is not enough)");
   }
-  (void)in;  // TODO(token compression): digest of the tokenizer file when --tokenizer is given
-  return MapSource{*loaded.token_map, std::nullopt};
+  MapSource out{*loaded.token_map, std::nullopt};
+  // §CON.1 the tokenizer file's own digest, when the map was built from one.
+  if (!in.tokenizer_path.empty()) out.tokenizer_sha256 = Sha256Hex(ReadFile(in.tokenizer_path));
+  return out;
 }
 
 }  // namespace
@@ -62,9 +64,11 @@ void AddContractCommand(CLI::App& app) {
     Loaded loaded;
     if (in.config_path.empty()) {
       const EngramConfig config = ConfigFromContract(expected, path);
-      if (in.token_map_path.empty()) throw Error("contract verify: pass --config PATH or --token-map PATH");
+      if (in.token_map_path.empty() && in.tokenizer_path.empty()) {
+        throw Error("contract verify: pass --tokenizer PATH or --token-map PATH");
+      }
       loaded.config = config;
-      loaded.token_map = LoadTokenMapFile(in.token_map_path);
+      loaded.token_map = in.tokenizer_path.empty() ? LoadTokenMapFile(in.token_map_path) : BuildTokenMapFromFile(in.tokenizer_path);
     } else {
       loaded = Load(in);
     }

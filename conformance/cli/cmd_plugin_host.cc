@@ -38,6 +38,7 @@ struct Api {
   decltype(&engram_hasher_history) hasher_history = nullptr;
   decltype(&engram_hasher_import) hasher_import = nullptr;
   decltype(&engram_decode_element) decode_element = nullptr;
+  decltype(&engram_contract_json) contract_json = nullptr;
 
   bool HasLayout() const {
     return layout_create && layout_destroy && layout_layer_count && layout_max_ngram && layout_columns && layout_layer;
@@ -76,6 +77,7 @@ Api LoadApi(const std::string& path) {
   Bind(lib, "engram_hasher_history", a.hasher_history);
   Bind(lib, "engram_hasher_import", a.hasher_import);
   Bind(lib, "engram_decode_element", a.decode_element);
+  Bind(lib, "engram_contract_json", a.contract_json);
   return a;
 }
 
@@ -334,6 +336,15 @@ json Handle(const Api& api, const json& request) {
               {"features", json::array({"c-abi"})}};
     }
     if (op == "contract") {
+      if (api.contract_json != nullptr) {
+        std::vector<char> out(1 << 22);
+        char err[1024] = "";
+        if (api.contract_json(out.data(), out.size(), err, sizeof(err)) == 0) {
+          const json c = json::parse(out.data(), nullptr, false);
+          if (c.is_discarded()) return {{"refused", "engram_contract_json wrote something that is not JSON"}};
+          return {{"contract", c}};
+        }
+      }
       Layout layout(api, request);
       return {{"contract", nullptr}, {"layers", layout.LayersJson()}};
     }

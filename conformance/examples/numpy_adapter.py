@@ -25,6 +25,7 @@ import numpy as np
 DEAD = -1
 INT64_MAX = (1 << 63) - 1
 BUG = None
+CONTRACT = None  # --contract FILE: the hash contract (spec §CON) of the model this port serves
 
 
 # ----------------------------------------------------------------------------- §RNG numpy itself
@@ -367,6 +368,8 @@ def handle(req):
                 "profiles": ["v4.1", "demo-v1"], "features": []}
     try:
         if op == "contract":
+            if CONTRACT is not None:
+                return {"contract": CONTRACT}
             return {"contract": None, "layers": layout_of(req)["layers"]}
         if op == "test":
             out = run_test(req["type"], req["group"], req["test"])
@@ -381,10 +384,15 @@ def handle(req):
 
 
 def main():
-    global BUG
+    global BUG, CONTRACT
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bug", choices=["no-dead-blocking", "truncated-mod", "int32-multipliers"])
-    BUG = ap.parse_args().bug
+    ap.add_argument("--contract", help="report this hash contract (e.g. written by `engram contract`)")
+    args = ap.parse_args()
+    BUG = args.bug
+    if args.contract:
+        with open(args.contract, encoding="utf-8") as f:
+            CONTRACT = json.load(f)
     for line in sys.stdin:
         req = json.loads(line)
         print(json.dumps(handle(req)), flush=True)

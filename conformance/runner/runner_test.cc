@@ -185,6 +185,32 @@ TEST(Conform, ExpectedFailuresAndStaleEntries) {
   EXPECT_EQ(strict.exit_code, 1) << strict.out;
 }
 
+// §CON / §CONF.2: the runner checks the implementation's contract against the
+// vectors' layout before any test, and names what differs.
+TEST(Conform, ContractIsCheckedBeforeTheTests) {
+  if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
+  const fs::path dir = Dir();
+  std::string map = "[";
+  for (int i = 0; i < 99100; ++i) map += (i ? "," : "") + std::to_string(i < 99092 ? i : 7);
+  std::ofstream(dir / "map.json") << map << "]";
+  const std::string cfg = std::string(ENGRAM_SOURCE_DIR) + "/conformance/configs/v41-flash.json";
+  ASSERT_EQ(std::system((std::string(ENGRAM_CLI) + " contract --config " + cfg + " --token-map " + (dir / "map.json").string() +
+                         " --out " + (dir / "c.json").string()).c_str()),
+            0);
+  Result good = Conform("--vectors " + kVectors + " --suite hash_v41 --exec \"" + Python() + " " + kAdapter + " --contract " +
+                        (dir / "c.json").string() + "\"");
+  EXPECT_EQ(good.exit_code, 0) << good.out;
+  EXPECT_THAT(good.out, HasSubstr("contract: 1 pass, 1 skipped"));  // the tiny layout is another configuration
+  // A contract whose primes were edited (its digest now stale) is refused.
+  nlohmann::ordered_json c = nlohmann::ordered_json::parse(Slurp(dir / "c.json"));
+  c["layers"][1]["primes"][2][7] = 16000891;
+  std::ofstream(dir / "edited.json") << c.dump();
+  Result bad = Conform("--vectors " + kVectors + " --suite hash_v41 --exec \"" + Python() + " " + kAdapter + " --contract " +
+                       (dir / "edited.json").string() + "\"");
+  EXPECT_EQ(bad.exit_code, 1) << bad.out;
+  EXPECT_THAT(bad.out, HasSubstr("contractDigest"));
+}
+
 TEST(Conform, RefusesVectorsThatFailTheirManifest) {
   const fs::path copy = Dir() / "vectors_copy";
   fs::remove_all(copy);

@@ -40,6 +40,15 @@ typedef struct engram_conformance_info_t {
 /** Required. Returns a pointer to static data describing the implementation. */
 const engram_conformance_info_t* engram_conformance_info(void);
 
+/**
+ * Optional (spec §CON, §CONF.2 `contract`). Writes the hash contract of the model the implementation serves
+ * (§CON.1: its layers, token-map digest, ...) as NUL-terminated JSON into `out`. Returns non-zero when the
+ * implementation has no such model or `out_len` is too small (the message says which). The runner checks the
+ * contract's form and digest, and compares its layers with the vectors' layout for the same configuration
+ * before running any test.
+ */
+int engram_contract_json(char* out, size_t out_len, char* err, size_t err_len);
+
 /* ---------------------------------------------------------------- §RNG numpy-exact random numbers */
 
 /**
