@@ -87,7 +87,7 @@ std::string ContractDigest(const ojson& contract) {
 
 void CheckContractForm(const ojson& c, std::string_view source) {
   if (!c.is_object()) throw Error(std::string(source) + ": a contract is a JSON object");
-  if (c.value("format", "") != kContractFormat) Bad(source, "format", "expected \"" + std::string(kContractFormat) + "\"");
+  if (!c.contains("format") || c["format"] != kContractFormat) Bad(source, "format", "expected \"" + std::string(kContractFormat) + "\"");
   if (!c.contains("version") || c["version"] != kContractVersion) {
     Bad(source, "version", (c.contains("version") ? c["version"].dump() : "missing") + " is not supported (expected 1)");
   }

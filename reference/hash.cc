@@ -337,7 +337,7 @@ nlohmann::ordered_json HistoryToJson(const HashHistory& history) {
 
 HashHistory HistoryFromJson(const nlohmann::json& doc, std::string_view source) {
   const std::string where(source);
-  if (!doc.is_object() || doc.value("format", "") != "engram-hash-history") {
+  if (!doc.is_object() || !doc.contains("format") || doc["format"] != "engram-hash-history") {
     throw Error(where + ": key 'format': expected \"engram-hash-history\"");
   }
   if (!doc.contains("version") || doc["version"] != kHistoryVersion) {

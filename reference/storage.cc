@@ -276,7 +276,7 @@ std::unique_ptr<RowSource> OpenSafetensors(const std::filesystem::path& path, co
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(text, text + n);  // trailing spaces (padding) are whitespace
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or a number out of range
     throw Error(p + ": header is not valid JSON: " + e.what());
   }
   if (!header.is_object()) throw Error(p + ": header is " + std::string(header.type_name()) + ", expected a JSON object");

@@ -281,7 +281,7 @@ void CheckDecoder(const json& root, const std::string& src) {
   if (type == "ByteLevel") return;
   if (type == "Sequence") {
     const json steps = d.contains("decoders") ? d["decoders"] : json();
-    if (steps.is_array() && steps.size() == 1 && steps[0].is_object() && steps[0].value("type", "") == "ByteLevel") {
+    if (steps.is_array() && steps.size() == 1 && steps[0].is_object() && steps[0].contains("type") && steps[0]["type"] == "ByteLevel") {
       return;
     }
     std::string types;
@@ -351,6 +351,11 @@ Tokenizer ParseTokenizerJson(std::string_view text, std::string_view source) {
                 std::to_string(n) + " entries must have the ids 0 .. " + std::to_string(n - 1) + ", but token " +
                 Quoted(beyond->first) + " has id " + std::to_string(beyond->second));
   }
+  // The index below holds views into tk.tokens, so the added tokens appended
+  // later must not reallocate it: reserve their room first.
+  const json no_added = json::array();
+  const json& added_doc = root.contains("added_tokens") && root["added_tokens"].is_array() ? root["added_tokens"] : no_added;
+  tk.tokens.reserve(n + added_doc.size());
   std::unordered_map<std::string_view, int64_t> vocab_ids;  // model.token_to_id
   vocab_ids.reserve(n);
   for (size_t i = 0; i < n; ++i) {

@@ -49,3 +49,6 @@ echo "== docs: Doxygen (warnings are errors), snippets ran in ctest, relative li
 cmake --build --preset release --target docs
 "$py" scripts/check_links.py
 "$py" scripts/spec_index.py --check  # spec/README.md rule index is current
+
+echo "== fuzz: every loader and the protocol comparison, briefly (ASan+UBSan, libFuzzer; longer: scripts/fuzz.sh 600)"
+scripts/fuzz.sh "${ENGRAM_FUZZ_SECONDS:-10}"

@@ -56,6 +56,30 @@ void CheckStructure(Checker& c, const SuiteDef& def, const json& doc) {
 
 }  // namespace
 
+namespace {
+
+// §VEC.4 Numbers in vectors are integers (floats travel as hex strings); only
+// configuration documents, which §CFG reads with its own type checks, may hold
+// JSON floats. Returns the path of the first float outside a "config", or "".
+std::string FirstFloat(const json& v, const std::string& path) {
+  if (v.is_number_float()) return path;
+  if (v.is_object()) {
+    for (const auto& [k, child] : v.items()) {
+      if (k == "config" || k == "tests") continue;
+      std::string p = FirstFloat(child, path + "." + k);
+      if (!p.empty()) return p;
+    }
+  } else if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      std::string p = FirstFloat(v[i], path + "[" + std::to_string(i) + "]");
+      if (!p.empty()) return p;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 size_t VerifySuite(const std::string& file_name, const json& doc, std::vector<std::string>& problems) {
   Checker c{file_name, problems};
   const std::string suite = std::filesystem::path(file_name).stem().string();
@@ -72,10 +96,16 @@ size_t VerifySuite(const std::string& file_name, const json& doc, std::vector<st
   for (const json& group : doc.value("testGroups", json::array())) {
     const std::string type = group.value("type", "");
     auto verifier = def->verifiers.find(type);
+    const std::string group_float = FirstFloat(group, "group");
     for (const json& t : group.value("tests", json::array())) {
       ++checked;
       if (verifier == def->verifiers.end()) {
         c.Problem(t, "unknown test group type '" + type + "'");
+        continue;
+      }
+      const std::string where = group_float.empty() ? FirstFloat(t, "test") : group_float;
+      if (!where.empty()) {
+        c.Problem(t, where + " is a floating-point number; vector numbers are integers (§VEC.4)");
         continue;
       }
       try {

@@ -192,7 +192,9 @@ class Peer {
     }
     json h = json::parse(line, nullptr, false);
     if (h.is_discarded() || !h.is_object()) throw Error("handshake failed: the answer to hello is not a JSON object: " + Short(json(line)));
-    if (h.value("protocol", 0) != 1) throw Error("handshake failed: protocol " + h.value("protocol", json()).dump() + " is not 1");
+    if (!h.contains("protocol") || h["protocol"] != 1) {
+      throw Error("handshake failed: protocol " + (h.contains("protocol") ? h["protocol"].dump() : "missing") + " is not 1");
+    }
     hello_ = h;
   }
 
@@ -371,7 +373,9 @@ int RunConformance(const Options& options, std::ostream& out) {
     out << "engram conform: " << e.what() << "\n";
     return 2;
   }
-  out << "implementation: " << hello.value("name", "?") << " " << hello.value("version", "") << "\n";
+  // The implementation's answers are untrusted: show them as JSON, never assume their types.
+  out << "implementation: " << (hello.contains("name") ? hello["name"].dump() : "?") << " "
+      << (hello.contains("version") ? hello["version"].dump() : "") << "\n";
 
   std::vector<TestResult> results;
   std::vector<std::filesystem::path> files;
@@ -472,7 +476,7 @@ int RunConformance(const Options& options, std::ostream& out) {
             } else if (reply.body.contains("unsupported")) {
               r.status = "skipped";
               r.detail = reply.body["unsupported"].dump();
-            } else if (reply.body.value("sha256", "") != t.value("sha256", "")) {
+            } else if (!reply.body.contains("sha256") || reply.body["sha256"] != t["sha256"]) {
               r.status = "fail";
               r.reason = "mismatch";
               r.detail = "sha256 over " + std::to_string(t.value("n", int64_t{0})) + " positions: expected " +
