@@ -202,6 +202,16 @@ TEST_F(HistoryRefusals, JsonFormDamage_HASH9) {
   EXPECT_THROW(HistoryFromJson(bad_fp, "h.json"), Error);
 }
 
+TEST_F(HistoryRefusals, MistypedFormatIsAnEngramError_HASH9) {
+  // Found by fuzz_history: a non-string "format" once escaped as a JSON type error.
+  try {
+    HistoryFromJson(nlohmann::json::parse(R"({"format": 0, "version": 1})"), "h.json");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("h.json: key 'format'"));
+  }
+}
+
 TEST(HistoryBinary, DocumentedByteLayout_HASH9) {
   // Written out from spec/hash.md §HASH.9 by hand: magic, version 1, the
   // fingerprint bytes, position 2 (i64 LE), count 2 (u32 LE), ids 5 and -1.

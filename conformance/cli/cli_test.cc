@@ -594,3 +594,31 @@ TEST(CliExplain, BadInputsAreRefused) {
   EXPECT_THAT(e.err, HasSubstr("99092"));
   EXPECT_FALSE(fs::exists(out));  // no partial output
 }
+
+// Found by fuzz_contract: a JSON float where a vector expects an integer was
+// converted with undefined behaviour; it is now a named problem (§VEC.4).
+TEST(CliVectors, VerifyRefusesFloatsWhereIntegersBelong) {
+  const fs::path dir = TempDir() / "float_vectors";
+  fs::remove_all(dir);
+  fs::copy(fs::path(ENGRAM_SOURCE_DIR) / "vectors", dir, fs::copy_options::recursive);
+  json doc = json::parse(Slurp(dir / "v1/multipliers.json"));
+  doc["testGroups"][0]["tests"][0]["seed"] = -9.3e18;
+  Write(dir / "v1/multipliers.json", doc.dump(1) + "\n");
+  Result r = RunCli("vectors verify " + dir.string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("tcId 1: test.seed is a floating-point number"));
+}
+
+// Found by fuzz_safetensors: a header number out of range escaped as a JSON
+// exception; it is an error naming the file.
+TEST(CliLookup, SafetensorsHeaderNumberOutOfRange) {
+  const fs::path f = TempDir() / "bad.safetensors";
+  const std::string header = "{\"embed.weight\": {\"dtype\": \"F8_E4M3\", \"shape\": [1e999, 256], \"data_offsets\": [0, 0]}}";
+  std::string bytes;
+  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xFF));
+  Write(f, bytes + header);
+  Result r = RunCli("lookup --config " + kV41 + " --table " + f.string() + " --rows 0");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr(f.string()));
+  EXPECT_THAT(r.err, HasSubstr("header is not valid JSON"));
+}
