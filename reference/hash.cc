@@ -257,7 +257,11 @@ HashState HashState::Import(const Layout& layout, const HashHistory& history, si
     throw Error("history: position " + std::to_string(history.position) + " needs " + std::to_string(want) +
                 " ids (min(position, max_ngram - 1)), got " + std::to_string(history.ids.size()));
   }
-  CheckCompressedIds(layout, history.ids);
+  try {
+    CheckCompressedIds(layout, history.ids);
+  } catch (const Error& e) {
+    throw Error(std::string("history: the kept ids: ") + e.what());
+  }
   HashState state(layout, rollback_capacity);
   state.position_ = history.position;
   state.recent_ = history.ids;

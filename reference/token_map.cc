@@ -66,14 +66,22 @@ TokenMap ParseTokenMap(const nlohmann::json& doc, std::string_view source) {
     if (v > std::numeric_limits<int32_t>::max()) {
       throw Error(std::string(source) + ": key 'map': entry " + std::to_string(i) + " must be < 2^31, got " + e.dump());
     }
+    // §TOK.5 A map is first-seen (§TOK.4): raw ids in order meet the
+    // compressed ids 0, 1, 2, ... in order, each new one the next. A map that
+    // skips or reorders ids cannot come from §TOK.4 and hashes differently.
+    if (v > max_entry + 1) {
+      throw Error(std::string(source) + ": key 'map': entry " + std::to_string(i) + " is " + std::to_string(v) +
+                  " but the ids seen so far end at " + std::to_string(max_entry) + ": compressed id " +
+                  std::to_string(max_entry + 1) + " must come first (maps are dense and first-seen, §TOK.5)");
+    }
     max_entry = std::max(max_entry, v);
     tm.map.push_back(v);
   }
-  // §TOK.5 V is the declared size, else max entry + 1 (what a first-seen map gives).
-  tm.compressed_size = declared ? *declared : max_entry + 1;
-  if (max_entry >= tm.compressed_size) {
-    throw Error(std::string(source) + ": key 'compressed_size': is " + std::to_string(tm.compressed_size) +
-                " but the map holds id " + std::to_string(max_entry));
+  // §TOK.5 V is max entry + 1; a declared size must agree.
+  tm.compressed_size = max_entry + 1;
+  if (declared && *declared != tm.compressed_size) {
+    throw Error(std::string(source) + ": key 'compressed_size': is " + std::to_string(*declared) +
+                " but the map's ids are 0 .. " + std::to_string(max_entry) + " (" + std::to_string(tm.compressed_size) + " ids)");
   }
   return tm;
 }
@@ -144,8 +152,16 @@ class TokenizerJsonReader : public nlohmann::json_sax<json> {
   bool vocab_seen = false;
   std::string problem;  // why parsing stopped, when it did
 
-  bool null() override { return mode_ == Mode::kSkip || Scalar(json(nullptr)); }
-  bool boolean(bool v) override { return mode_ == Mode::kSkip || Scalar(json(v)); }
+  // A vocab id that is null or a boolean is refused like any non-integer id
+  // (HF: "invalid type: null, expected u32"), not dropped.
+  bool null() override {
+    if (mode_ == Mode::kVocab) return VocabId("null");
+    return mode_ == Mode::kSkip || Scalar(json(nullptr));
+  }
+  bool boolean(bool v) override {
+    if (mode_ == Mode::kVocab) return VocabId(v ? "true" : "false");
+    return mode_ == Mode::kSkip || Scalar(json(v));
+  }
   bool number_integer(number_integer_t v) override {
     if (mode_ == Mode::kSkip) return true;
     if (mode_ == Mode::kVocab) return VocabId(json(v).dump());

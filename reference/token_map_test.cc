@@ -171,6 +171,9 @@ TEST(TokenMapLoad, RefusalsNameFileIdAndToken) {
       {Doc({{"a", 0}}, json::array(), {{"type", "Sequence"}, {"decoders", {{{"type", "ByteFallback"}}, {{"type", "ByteLevel"}}}}}),
        {"decoder.decoders", "ByteFallback"}},
       {Doc({{"a", 0}, {"b", "x"}}), {"model.vocab", "\"b\"", "\"x\""}},
+      // null / boolean ids are refused, not dropped (HF: "invalid type: null, expected u32").
+      {Doc({{"a", 0}, {"b", nullptr}, {"c", 1}}), {"model.vocab", "\"b\"", "has id null"}},
+      {Doc({{"a", 0}, {"b", true}}), {"model.vocab", "\"b\"", "has id true"}},
       {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}", {"t.json", "not valid JSON"}},
       {Doc({{"a", 0}}, json::array({{{"id", 1}, {"content", ""}}})), {"added_tokens[0]", "content"}},
   };

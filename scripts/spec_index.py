@@ -7,7 +7,8 @@ The index is found by searching for the exact id (`§HASH.1` does not match `§H
   code        reference/*.{h,cc}, vectors/generator.cc, conformance/cli/cmd_*.cc, conformance/runner/*.{h,cc},
               conformance/include/engram/*.h, cuda/*.{h,cu,cc} (tests excluded)
   vectors     vectors/v1/*.json whose tests or notes carry the id in specRef
-  tests       reference/*_test.cc, conformance/{cli,runner}/*_test.cc, cuda/*_test.cc, conformance/crosscheck/*.py
+  tests       reference/*_test.cc, conformance/{cli,runner}/*_test.cc, cuda/*_test.cc, conformance/crosscheck/*.py,
+              conformance/badinput/catalogue.json (the bad-input rows, spec/bad_inputs.md)
   docs        docs/*.md
 
   spec_index.py           rewrite the block between the BEGIN/END markers in spec/README.md
@@ -53,7 +54,7 @@ def main():
                                       "conformance/include/engram/*.h", "cuda/*.h", "cuda/*.cu", "cuda/*.cc",
                                       exclude=r"_test\.cc$")}
     tests = {f: read(f) for f in files("reference/*_test.cc", "conformance/cli/*_test.cc", "conformance/runner/*_test.cc",
-                                       "cuda/*_test.cc", "conformance/crosscheck/*.py")}
+                                       "cuda/*_test.cc", "conformance/crosscheck/*.py", "conformance/badinput/catalogue.json")}
     docs = {f: read(f) for f in files("docs/*.md")}
     suites = {}
     for f in files("vectors/v1/*.json"):

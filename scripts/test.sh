@@ -49,6 +49,11 @@ echo "== docs: Doxygen (warnings are errors), snippets ran in ctest, relative li
 cmake --build --preset release --target docs
 "$py" scripts/check_links.py
 "$py" scripts/spec_index.py --check  # spec/README.md rule index is current
+"$py" scripts/bad_inputs_table.py --check  # spec/bad_inputs.md catalogue table is current
+
+echo "== sanitizers: the whole test suite again, built with ASan + UBSan (preset asan)"
+scripts/build.sh asan
+ctest --preset asan -j "$(nproc)"
 
 echo "== fuzz: every loader and the protocol comparison, briefly (ASan+UBSan, libFuzzer; longer: scripts/fuzz.sh 600)"
 scripts/fuzz.sh "${ENGRAM_FUZZ_SECONDS:-10}"

@@ -40,8 +40,9 @@ void GenerateAll(const std::filesystem::path& out, const std::filesystem::path& 
 
 // §VEC.6 Checks DIR/MANIFEST.sha256, the structure of every suite file, and
 // recomputes every test's expected values with the reference. Prints one line
-// per suite (and one per problem) to `log`; returns true when all is well.
-bool VerifyAll(const std::filesystem::path& dir, std::ostream& log);
+// per suite and the summary to `log`, one "FAIL ..." line per problem to
+// `problems_out`; returns true when all is well.
+bool VerifyAll(const std::filesystem::path& dir, std::ostream& log, std::ostream& problems_out);
 
 // Verifies one parsed suite document; appends problems (each naming the
 // file, tcId and field) to `problems`. Returns the number of tests checked.

@@ -1,10 +1,15 @@
 #include "vectors/mutants.h"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <limits>
+#include <map>
 
+#include "reference/error.h"
 #include "reference/hash.h"
 #include "reference/random.h"
+#include "reference/storage.h"
 
 namespace engram::vectors {
 
@@ -13,6 +18,9 @@ std::string MutantFlag(Mutant m) {
     case Mutant::kNoDeadBlocking: return "NoDeadBlocking";
     case Mutant::kTruncatedMod: return "FloorMod";
     case Mutant::kInt32Multipliers: return "Int32Multipliers";
+    case Mutant::kSignGate: return "SignedZeroCopysign";
+    case Mutant::kE8M0BitShift: return "E8M0BitShift";
+    case Mutant::kPythonWrapperDecode: return "PythonWrapperDecode";
   }
   return "";
 }
@@ -72,6 +80,104 @@ std::vector<int64_t> MutantRows(Mutant m, const Layout& layout, const std::vecto
     }
   }
   return rows;
+}
+
+// ---------------------------------------------------------------------------
+// Storage: the E8M0 bit-shift decode (ENGRAM.md §8, spec/storage.md §STO.2).
+
+double MutantE8M0(Mutant m, uint8_t scale) {
+  if (m != Mutant::kE8M0BitShift) return DecodeE8M0(scale);
+  // The shortcut reads the byte as a float32 exponent field: bits s << 23.
+  // For s = 1 ... 254 that is exactly 2^(s-127); s = 0 gives +0.0 (a zero
+  // exponent field with a zero fraction) and s = 0xFF gives +inf.
+  return static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(scale) << 23));
+}
+
+uint16_t MutantDecodeElement(Mutant m, uint8_t code, uint8_t scale) {
+  // §STO.3 float32 product, one rounding to bf16, with the mutant's scale.
+  const float product = DecodeE4M3(code) * static_cast<float>(MutantE8M0(m, scale));
+  return FloatToBf16(product);
+}
+
+std::vector<uint16_t> MutantDecodeRow(Mutant m, std::span<const uint8_t> codes, std::span<const uint8_t> scales) {
+  if (codes.size() != scales.size() * kScaleBlock) throw Error("mutant row: one scale per 32 codes expected");
+  std::vector<uint16_t> out(codes.size());
+  for (size_t j = 0; j < codes.size(); ++j) out[j] = MutantDecodeElement(m, codes[j], scales[j / kScaleBlock]);
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Fusion: torch.sign() in the v4.1 gate (ENGRAM.md §8, spec/fusion.md §FUS.4).
+
+GateParts MutantGateV41(Mutant m, double dot, Precision p) {
+  if (m != Mutant::kSignGate) return GateV41(dot, p);
+  GateParts g;
+  const double a = std::fabs(dot);
+  g.clamped = std::isnan(a) ? std::numeric_limits<double>::quiet_NaN() : std::max(a, GateClamp(p));
+  g.root = Round(std::sqrt(g.clamped), p);
+  // torch.sign: (0 < d) - (d < 0), so +0, -0 and NaN give 0 (the demo's gate
+  // function, applied to v4.1). root * 0 is +0, or NaN when root is NaN.
+  const double sign = (0 < dot ? 1.0 : 0.0) - (dot < 0 ? 1.0 : 0.0);
+  g.signed_root = Round(g.root * sign, p);
+  g.gate = Sigmoid(g.signed_root, p);
+  return g;
+}
+
+V41StreamTrace MutantFuseV41Stream(Mutant m, const V41StreamTrace& ref, std::span<const uint16_t> h_bits,
+                                   std::span<const uint16_t> value_bits, bool masked, Precision p) {
+  V41StreamTrace t = ref;
+  t.gate_parts = MutantGateV41(m, ref.dot, p);
+  t.gate = masked ? 0.0 : t.gate_parts.gate;  // §FUS.3 step 4: masking is not the gate function's business
+  for (size_t i = 0; i < t.out.size(); ++i) {
+    // §FUS.3 step 5, as the reference writes it: out = bf16(h + gate * v).
+    t.out[i] = Round(Bf16Value(h_bits[i]) + Round(t.gate * Bf16Value(value_bits[i]), p), p);
+    t.out_bf16[i] = ToBf16(t.out[i]);
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------------------
+// Token map: decode through the transformers Python wrapper (ENGRAM.md §8,
+// spec/token_map.md §TOK.2).
+
+std::string CleanUpTokenizationSpaces(std::string text) {
+  // transformers' PreTrainedTokenizerBase.clean_up_tokenization, in its order;
+  // each rule is one left-to-right str.replace (non-overlapping, no rescan).
+  const std::pair<std::string, std::string> rules[] = {{" .", "."},   {" ?", "?"},     {" !", "!"},     {" ,", ","},
+                                                      {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"},   {" 's", "'s"},
+                                                      {" 've", "'ve"}, {" 're", "'re"}};
+  for (const auto& [from, to] : rules) {
+    std::string out;
+    size_t at = 0;
+    for (size_t hit; (hit = text.find(from, at)) != std::string::npos; at = hit + from.size()) {
+      out.append(text, at, hit - at);
+      out += to;
+    }
+    out.append(text, at, std::string::npos);
+    text = std::move(out);
+  }
+  return text;
+}
+
+std::vector<int64_t> MutantTokenMap(Mutant m, const Tokenizer& tokenizer) {
+  std::map<std::string, int64_t> seen;
+  std::vector<int64_t> map;
+  map.reserve(tokenizer.tokens.size());
+  for (const std::string& token : tokenizer.tokens) {
+    std::string text = DecodeToken(token);  // §TOK.2
+    if (m == Mutant::kPythonWrapperDecode) text = CleanUpTokenizationSpaces(std::move(text));
+    // §TOK.4 the key: the raw token when the text holds U+FFFD, else the
+    // normalized text, else (normalized to "") the text itself.
+    std::string key;
+    if (text.find("\xEF\xBF\xBD") != std::string::npos) {
+      key = token;
+    } else {
+      std::string n = NormalizeText(text);
+      key = n.empty() ? text : n;
+    }
+    map.push_back(seen.try_emplace(key, static_cast<int64_t>(seen.size())).first->second);
+  }
+  return map;
 }
 
 }  // namespace engram::vectors

@@ -1,18 +1,23 @@
-// Known porting bugs, implemented on purpose (spec/conformance.md §CONF.4).
+// Known porting bugs, implemented on purpose (spec/conformance.md §CONF.4,
+// the divergence catalogue of spec/vectors.md §VEC.12).
 //
-// A KNOWN_DIVERGENCE flag is put on exactly the tests whose expected outputs
-// change under that bug: the generator recomputes each test with the mutant
-// below and compares. A port with the bug therefore fails exactly the tests
-// flagged with it, which the planted-bug adapters check
-// (conformance/examples/numpy_adapter.py --bug ...).
+// A KNOWN_DIVERGENCE flag is put on exactly the tests that a port with that
+// bug fails: the generator recomputes each test with the mutant below and
+// compares the outcome the way the runner does (exactly, or within the §FUS.9
+// tolerance for float outputs). A port with the bug therefore fails exactly
+// the tests flagged with it, which the planted-bug adapters check
+// (conformance/examples/numpy_adapter.py --bug ..., runner_test.cc).
 #ifndef ENGRAM_VECTORS_MUTANTS_H_
 #define ENGRAM_VECTORS_MUTANTS_H_
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "reference/fusion.h"
 #include "reference/layout.h"
+#include "reference/token_map.h"
 
 namespace engram::vectors {
 
@@ -20,11 +25,15 @@ enum class Mutant {
   kNoDeadBlocking,    // v4.1: a DEAD slot reads pad, older slots are still read (no cumulative blocking)
   kTruncatedMod,      // C-style % (sign of the dividend) instead of floor-mod on negative mixes
   kInt32Multipliers,  // multipliers drawn with int32 bounds: max(1, ((2^31-1) / V) / 2) (MaxText)
+  kSignGate,          // v4.1 gate with torch.sign() instead of copysign: 0.5 at dot = +-0 (a llama.cpp port)
+  kE8M0BitShift,      // E8M0 scale decoded as the float32 with bits (s << 23): 0x00 -> 0.0, 0xFF -> inf
+  kPythonWrapperDecode,  // token texts decoded through transformers' Python wrapper (clean_up_tokenization)
 };
 
-// The note flag of a mutant: "NoDeadBlocking", "FloorMod", "Int32Multipliers".
+// The note flag of a mutant: "NoDeadBlocking", "FloorMod", "Int32Multipliers",
+// "SignedZeroCopysign", "E8M0BitShift", "PythonWrapperDecode".
 std::string MutantFlag(Mutant m);
-// The mutants that can change outputs of `profile`.
+// The hash-family mutants that can change outputs of `profile`.
 std::vector<Mutant> MutantsFor(Profile profile);
 
 // §RNG.4 multipliers as the mutant draws them (unchanged unless kInt32Multipliers).
@@ -38,6 +47,32 @@ Layout MutantLayout(Mutant m, const Layout& layout, int64_t seed);
 // emit rows only from index `emit_from`).
 std::vector<int64_t> MutantRows(Mutant m, const Layout& layout, const std::vector<int64_t>& ids,
                                 int64_t first_position = 0, size_t emit_from = 0);
+
+// §STO.2 An E8M0 scale as the mutant decodes it (kE8M0BitShift: the float32
+// whose bits are s << 23, so 0x00 -> 0.0 and 0xFF -> +inf; 1 ... 254 agree
+// with 2^(s-127)). Other mutants: the reference decode.
+double MutantE8M0(Mutant m, uint8_t scale);
+// §STO.3 One element (code, scale) -> bf16 bits, with the mutant's scale decode.
+uint16_t MutantDecodeElement(Mutant m, uint8_t code, uint8_t scale);
+// §STO.3 A row of codes with one scale per 32 codes, as the mutant decodes it.
+std::vector<uint16_t> MutantDecodeRow(Mutant m, std::span<const uint8_t> codes, std::span<const uint8_t> scales);
+
+// §FUS.4 The v4.1 gate as the mutant computes it (kSignGate: sigmoid(sign(dot)
+// * sqrt(max(|dot|, 1e-6))) with torch.sign, 0 at +-0 and NaN).
+GateParts MutantGateV41(Mutant m, double dot, Precision p);
+// §FUS.3 One v4.1 stream with the mutant's gate: the reference trace `ref`
+// (computed by FuseV41Stream in precision `p` from the same inputs) with the
+// gate and the output recomputed. Only the gate function differs, so every
+// value before the gate is the reference's.
+V41StreamTrace MutantFuseV41Stream(Mutant m, const V41StreamTrace& ref, std::span<const uint16_t> h_bits,
+                                   std::span<const uint16_t> value_bits, bool masked, Precision p);
+
+// §TOK.4 The compressed map of `tokenizer` as the mutant builds it
+// (kPythonWrapperDecode: each single-id text goes through transformers'
+// clean_up_tokenization before the key is taken).
+std::vector<int64_t> MutantTokenMap(Mutant m, const Tokenizer& tokenizer);
+// transformers' clean_up_tokenization (clean_up_tokenization_spaces=True).
+std::string CleanUpTokenizationSpaces(std::string text);
 
 }  // namespace engram::vectors
 

@@ -88,6 +88,29 @@ void AddMutantNotes(SuiteBuilder& b, const std::vector<Mutant>& mutants) {
                "but not compatible; a port with that choice fails exactly the tests with this flag.",
                "§RNG.4");
         break;
+      case Mutant::kSignGate:
+        b.Note("SignedZeroCopysign", "KNOWN_DIVERGENCE",
+               "dot = +0 / -0: copysign gives sigmoid(+0.001) / sigmoid(-0.001). Changes (beyond the §FUS.9 "
+               "tolerance) under the known bug of a v4.1 gate written with torch.sign(), which is 0 at +-0 and so "
+               "gives 0.5 (the demo's gate function; a llama.cpp port): a port with that bug fails exactly the tests "
+               "with this flag. Ports using where(dot < 0) differ at -0 only, a subset of these tests.",
+               "§FUS.4");
+        break;
+      case Mutant::kE8M0BitShift:
+        b.Note("E8M0BitShift", "KNOWN_DIVERGENCE",
+               "Changes under the known bug of decoding an E8M0 scale by a bit trick (the float32 with bits "
+               "byte << 23): 0x00 gives 0.0 instead of 2^-127 and 0xFF gives inf instead of NaN (scales 1 ... 254 "
+               "agree). A port with that bug fails exactly the tests with this flag.",
+               "§STO.2");
+        break;
+      case Mutant::kPythonWrapperDecode:
+        b.Note("PythonWrapperDecode", "KNOWN_DIVERGENCE",
+               "Changes when each single-id text is decoded through the transformers Python wrapper with "
+               "clean_up_tokenization_spaces=True (\" .\" -> \".\", \" n't\" -> \"n't\", \" 's\" -> \"'s\", ...) "
+               "instead of the Rust backend's plain decode: a port that builds the map that way fails exactly the "
+               "tests with this flag.",
+               "§TOK.2");
+        break;
     }
   }
 }

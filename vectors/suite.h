@@ -50,6 +50,7 @@ class SuiteBuilder {
   void Header(const std::string& line);
   void Note(const std::string& flag, const std::string& bug_type, const std::string& description,
             const std::string& spec_ref);
+  bool HasNote(const std::string& flag) const { return doc_["notes"].contains(flag); }
   // Starts a group; returns its index for Test().
   size_t Group(ojson group);
   // Adds a test: tcId, comment, flags, specRef first, then the test's own fields.

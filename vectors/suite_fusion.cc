@@ -6,7 +6,9 @@
 // strings, bf16 values as their 16-bit patterns. Each test's expected fields
 // come from one Compute*() function; the verifier calls the same function on
 // the stored inputs and compares every field exactly.
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -282,7 +284,16 @@ Layout ForwardLayout(const json& group) {
   return BuildLayout(cfg, group.at("compressedVocabSize").get<int64_t>(), group.at("compressedPad").get<int64_t>());
 }
 
-ojson ComputeForwardV41(const json& group, const json& test) {
+// The first layer's row ids of `ids`, as the reference hashes them or, with a
+// hash-family mutant (vectors/mutants.h), as a port with that bug does.
+std::vector<int64_t> ForwardRows(const json& group, const Layout& layout, const std::vector<int64_t>& ids,
+                                 std::optional<Mutant> mutant) {
+  if (!mutant) return HashSequence(layout, ids);
+  const EngramConfig cfg = ParseConfig(group.at("config"), "config", ParseProfile(group.at("profile").get<std::string>()));
+  return MutantRows(*mutant, MutantLayout(*mutant, layout, cfg.seed), ids);
+}
+
+ojson ForwardV41(const json& group, const json& test, std::optional<Mutant> mutant) {
   const Layout layout = ForwardLayout(group);
   const EngramConfig cfg = ParseConfig(group.at("config"), "config", Profile::kV41);
   const size_t dim = static_cast<size_t>(cfg.hidden_size), hc = static_cast<size_t>(cfg.hc_mult);
@@ -296,7 +307,7 @@ ojson ComputeForwardV41(const json& group, const json& test) {
   try {
     const size_t T = ids.size();
     if (x.size() != T * hc * dim) throw Error("x must have len(ids) * hc * dim values");
-    std::vector<int64_t> rows = HashSequence(layout, ids);  // [T][layer 0 only][cols]
+    std::vector<int64_t> rows = ForwardRows(group, layout, ids, mutant);  // [T][layer 0 only][cols]
     auto table = SyntheticTable(group.at("tableSeed").get<uint64_t>(), layout.layers[0].num_embeddings,
                                 static_cast<int64_t>(hd));
     std::vector<uint16_t> e = LookupRows(*table, rows);  // [T][cols * hd]
@@ -342,7 +353,7 @@ ojson ComputeForwardV41(const json& group, const json& test) {
   return out;
 }
 
-ojson ComputeForwardDemo(const json& group, const json& test) {
+ojson ForwardDemo(const json& group, const json& test, std::optional<Mutant> mutant) {
   const Layout layout = ForwardLayout(group);
   const DemoParams q = ReadDemoParams(group);
   const std::vector<int64_t> ids = test.at("ids").get<std::vector<int64_t>>();
@@ -350,7 +361,7 @@ ojson ComputeForwardDemo(const json& group, const json& test) {
   ojson out;
   try {
     const size_t T = ids.size();
-    std::vector<int64_t> rows = HashSequence(layout, ids);
+    std::vector<int64_t> rows = ForwardRows(group, layout, ids, mutant);
     auto table = SyntheticFloatTable(group.at("tableSeed").get<uint64_t>(), layout.layers[0].num_embeddings,
                                      static_cast<int64_t>(q.in / static_cast<size_t>(layout.columns())));
     std::vector<float> ef = LookupFloatRows(*table, rows);
@@ -378,14 +389,170 @@ ojson ComputeForwardDemo(const json& group, const json& test) {
   return out;
 }
 
+ojson ComputeForwardV41(const json& group, const json& test) { return ForwardV41(group, test, std::nullopt); }
+ojson ComputeForwardDemo(const json& group, const json& test) { return ForwardDemo(group, test, std::nullopt); }
+
 // ---------------------------------------------------------------------------
 // Generation helpers
 
 using Compute = ojson (*)(const json&, const json&);
 
+// §FUS.9 One tolerance rule of the group ({"k", "a", "scale"}): whether a
+// port's value `ours` passes against the float64 reference r and the mirror m
+// with the scale S the rule names (computed by the caller).
+bool PassesRule(const json& rule, double ours, double r, double m, double scale) {
+  return WithinTolerance(ours, r, m, rule.at("k").get<double>(), ReadHex(rule.at("a"), "a"), scale);
+}
+
+// §FUS.9 The gateSlope scale of one v4.1 gate: 1 + Delta / a, Delta = the
+// largest change of G41 (float64) over the dot tolerance t around the
+// reference dot; Delta = 0 where no dot is given (t = 0).
+double GateSlope(const json& gate_rule, double dot_r, double dot_tol) {
+  auto g = [](double d) { return GateV41(d, k64).gate; };
+  const double delta = std::max(g(dot_r + dot_tol) - g(dot_r), g(dot_r) - g(dot_r - dot_tol));
+  return 1.0 + delta / ReadHex(gate_rule.at("a"), "a");
+}
+
+// §CONF.4 Whether the sign() port (Mutant::kSignGate) fails a valid v4.1
+// test, under the comparison the runner applies (§FUS.9): any gate it returns
+// (float64 or float32) outside the gate tolerance, or any bf16 out that is
+// not a faithful rounding of the expected outRef64. The port differs from
+// the reference only where dot is +-0 (elsewhere sign(d) = copysign(1, d),
+// and both give NaN at NaN), so every value before the gate is shared.
+bool SignPortFails(const json& group, const json& test, const ojson& expected) {
+  const std::string type = group.at("type");
+  const json tol = group.at("tolerance");
+  if (type == "GateFunctionTest") {
+    const double x = ReadHex(test.at("dot"), "dot");
+    const double r = ReadHex(expected["gate"]["float64"], "gate"), m = ReadHex(expected["gate"]["float32"], "gate");
+    for (Precision p : {k64, k32}) {
+      if (!PassesRule(tol.at("gate"), MutantGateV41(Mutant::kSignGate, x, p).gate, r, m, 1.0)) return true;
+    }
+    return false;
+  }
+  if (type == "V41GateTest") {
+    const size_t dim = group.at("dim"), hc = group.at("hc");
+    const double eps = ReadHex(group.at("eps"), "eps");
+    const std::vector<uint16_t> x = ReadBits(test.at("x")), key = ReadBits(test.at("key")),
+                                value = ReadBits(test.at("value")), qw = ReadBits(test.at("qWeight")),
+                                kw = ReadBits(test.at("kWeight"));
+    const bool masked = test.at("masked").get<bool>();
+    for (size_t c = 0; c < hc; ++c) {
+      auto part = [&](const std::vector<uint16_t>& v) { return std::span(v).subspan(c * dim, dim); };
+      const V41StreamTrace r = FuseV41Stream(part(x), part(key), value, part(qw), part(kw), eps, masked, k64);
+      const V41StreamTrace m = FuseV41Stream(part(x), part(key), value, part(qw), part(kw), eps, masked, k32);
+      const V41StreamTrace bug64 = MutantFuseV41Stream(Mutant::kSignGate, r, part(x), value, masked, k64);
+      const V41StreamTrace bug32 = MutantFuseV41Stream(Mutant::kSignGate, m, part(x), value, masked, k32);
+      const json& dot_rule = tol.at("dot");
+      const double dot_tol = dot_rule.at("k").get<double>() * std::fabs(m.dot - r.dot) +
+                             ReadHex(dot_rule.at("a"), "a") * r.dot_scale;
+      const double slope = GateSlope(tol.at("gate"), r.dot, dot_tol);
+      if (masked ? (bug64.gate != 0.0 || bug32.gate != 0.0)
+                 : (!PassesRule(tol.at("gate"), bug64.gate, r.gate, m.gate, slope) ||
+                    !PassesRule(tol.at("gate"), bug32.gate, r.gate, m.gate, slope))) {
+        return true;
+      }
+      for (size_t i = 0; i < dim; ++i) {
+        if (!FaithfulBf16(bug32.out_bf16[i], r.out[i])) return true;
+      }
+    }
+    return false;
+  }
+  return false;
+}
+
+// §CONF.4 For tests where a mutant's output cannot be decided by the rules
+// above: the generator refuses to write a test on which it would change
+// anything, so that a port with that bug is right to pass (no flag).
+void RequireUnchangedUnderMutants(const json& group, const json& test, const ojson& expected) {
+  const std::string type = group.at("type");
+  // E8M0BitShift: the fp8 GEMM decodes weight and activation scales; with
+  // every scale byte in 1 ... 254 the bit-shift decode is exact (2^(s-127)).
+  std::vector<uint8_t> scales;
+  if (test.contains("weightScales")) scales = test["weightScales"].get<std::vector<uint8_t>>();
+  if (group.contains("wkvWeightScales")) scales = group["wkvWeightScales"].get<std::vector<uint8_t>>();
+  if (expected.contains("intermediate") && expected["intermediate"].is_object() &&
+      expected["intermediate"].contains("actScales")) {
+    for (const auto& s : expected["intermediate"]["actScales"]) scales.push_back(s.get<uint8_t>());
+  }
+  for (uint8_t s : scales) {
+    if (s == 0x00 || s == 0xFF) {
+      throw Error("generator: a fusion test uses the E8M0 scale byte " + std::to_string(s) +
+                  ", where the E8M0BitShift port differs: flag it or choose other inputs");
+    }
+  }
+  // SignedZeroCopysign in the end-to-end test: no stream may have dot = +-0.
+  // A gate of G41(+-0) = sigmoid(+-0.001) means |dot| <= 1e-6 (the clamp),
+  // a superset of dot = +-0, the only dots where the sign() port differs.
+  if (type == "EngramForwardTest" && group.at("profile") == "v4.1") {
+    for (const auto& g : expected["gate"]["float64"]) {
+      const double gate = ReadHex(g, "gate");
+      if (gate == GateV41(0.0, k64).gate || gate == GateV41(-0.0, k64).gate) {
+        throw Error("generator: an engram_forward stream has |dot| <= 1e-6, where the sign() port may differ: flag "
+                    "it or choose other inputs");
+      }
+    }
+  }
+}
+
+// §CONF.4 Whether a port with a hash-family bug fails a valid EngramForwardTest:
+// the mutant's rows feed the same pipeline, and the port fails when an output
+// it returns falls outside its §FUS.9 rule. Only the final output is checked
+// (v4.1 `out`: faithful bf16 of the expected outRef64; demo `output`: the
+// maxAbsVector rule of the group); if the mutant changes the rows but that
+// output still passes, the generator cannot decide and refuses.
+bool HashMutantFailsForward(Mutant m, const json& group, const json& test, const ojson& expected) {
+  const Layout layout = ForwardLayout(group);
+  const std::vector<int64_t> ids = test.at("ids").get<std::vector<int64_t>>();
+  if (ForwardRows(group, layout, ids, m) == HashSequence(layout, ids)) return false;  // same rows: same outputs
+  const bool v41 = group.at("profile") == "v4.1";
+  const ojson got = v41 ? ForwardV41(group, test, m) : ForwardDemo(group, test, m);
+  bool fails = false;
+  if (v41) {
+    for (size_t i = 0; i < expected["out"].size(); ++i) {
+      if (!FaithfulBf16(got["out"][i].get<uint16_t>(), ReadHex(expected["outRef64"][i], "outRef64"))) fails = true;
+    }
+  } else {
+    const json rule = group.at("tolerance").at("output");
+    const size_t hidden = group.at("hidden");
+    const std::vector<double> r = ReadHexList(expected["output"]["float64"], "output"),
+                              mirror = ReadHexList(expected["output"]["float32"], "output");
+    for (const char* precision : {"float64", "float32"}) {
+      const std::vector<double> ours = ReadHexList(got["output"][precision], "output");
+      for (size_t i = 0; i < r.size(); ++i) {
+        double scale = 0;  // maxAbsVector: the largest |r| of the (position, stream) vector
+        for (size_t j = i / hidden * hidden; j < (i / hidden + 1) * hidden; ++j) scale = std::max(scale, std::fabs(r[j]));
+        if (!PassesRule(rule, ours[i], r[i], mirror[i], scale)) fails = true;
+      }
+    }
+  }
+  if (!fails) {
+    throw Error("generator: the " + MutantFlag(m) + " port hashes other rows in an engram_forward test but its output "
+                "passes: cannot decide the flag, choose other inputs");
+  }
+  return true;
+}
+
 void AddTest(SuiteBuilder& b, size_t g, const ojson& group, Compute fn, const std::string& comment,
-             const std::vector<std::string>& flags, const std::vector<std::string>& refs, ojson inputs) {
-  ojson computed = fn(json::parse(group.dump()), json::parse(inputs.dump()));
+             std::vector<std::string> flags, const std::vector<std::string>& refs, ojson inputs) {
+  const json group_j = json::parse(group.dump()), inputs_j = json::parse(inputs.dump());
+  ojson computed = fn(group_j, inputs_j);
+  if (computed["result"] == "valid") {
+    RequireUnchangedUnderMutants(group_j, inputs_j, computed);
+    if (group_j.value("profile", "") == "v4.1") {
+      flags = WithMutantFlags(flags, {Mutant::kSignGate},
+                              [&](Mutant) { return SignPortFails(group_j, inputs_j, computed); });
+    }
+    if (group_j.at("type") == "EngramForwardTest") {
+      const std::vector<Mutant> hash_mutants =
+          MutantsFor(group_j.at("profile") == "v4.1" ? Profile::kV41 : Profile::kDemoV1);
+      for (Mutant m : hash_mutants) {
+        if (!HashMutantFailsForward(m, group_j, inputs_j, computed)) continue;
+        if (!b.HasNote(MutantFlag(m))) AddMutantNotes(b, {m});  // noted where first used
+        flags.push_back(MutantFlag(m));
+      }
+    }
+  }
   for (const auto& [k, v] : computed.items()) inputs[k] = v;
   b.Test(g, comment, flags, refs, inputs);
 }
@@ -422,10 +589,7 @@ ojson GateGroupTolerance() {
 ojson GenerateGateV41() {
   SuiteBuilder b("gate_v41", "fusion.schema.json", "ENGRAM-FUSION");
   CommonNotes(b);
-  b.Note("SignedZeroCopysign", "KNOWN_DIVERGENCE",
-         "dot = +0 / -0: copysign gives sigmoid(+0.001) / sigmoid(-0.001); ports using sign() give 0.5, ports using "
-         "where(dot < 0) give sigmoid(+0.001) for -0.",
-         "§FUS.4");
+  AddMutantNotes(b, {Mutant::kSignGate});
   b.Note("ClampMin", "EDGE_CASE", "|dot| <= 1e-6 is raised to 1e-6 before the square root (clamp_min, not +1e-6).",
          "§FUS.4");
   b.Note("PlusEpsClamp", "KNOWN_DIVERGENCE",
@@ -463,8 +627,8 @@ ojson GenerateGateV41() {
     std::vector<std::string> flags;
   };
   const std::vector<D> dots = {
-      {0.0, "dot = +0: copysign keeps the + sign: sigmoid(+0.001)", {"SignedZeroCopysign", "ClampMin"}},
-      {-0.0, "dot = -0: copysign gives sigmoid(-0.001)", {"SignedZeroCopysign", "ClampMin"}},
+      {0.0, "dot = +0: copysign keeps the + sign: sigmoid(+0.001)", {"ClampMin"}},
+      {-0.0, "dot = -0: copysign gives sigmoid(-0.001)", {"ClampMin"}},
       {1e-7, "below the clamp", {"ClampMin", "PlusEpsClamp"}},
       {-1e-7, "below the clamp, negative", {"ClampMin", "PlusEpsClamp"}},
       {1e-6, "at the clamp", {"ClampMin", "PlusEpsClamp"}},
@@ -520,7 +684,7 @@ ojson GenerateGateV41() {
       for (size_t i = 0; i < dim; ++i) x[dim + i] = 0;  // stream 1 all +0
       in["x"] = x;
       AddTest(b, vgi, vg, ComputeV41Gate, "stream 1 is all zero: dot = +0, gate sigmoid(+0.001)",
-              {"ZeroStream", "SignedZeroCopysign"}, {"§FUS.3", "§FUS.4"}, in);
+              {"ZeroStream"}, {"§FUS.3", "§FUS.4"}, in);
     }
     {
       // Orthogonal h and key with small exact values: the sum is exactly +0 in
@@ -533,12 +697,18 @@ ojson GenerateGateV41() {
         k[i] = ToBf16(i % 2 == 0 ? 0.5 : -0.5);
         q[i] = kw[i] = ToBf16(1.0);
       }
+      // v[0] = -2: out[0] of stream 0 is 1 - 2 * gate, which cancels to -0.0005 with copysign's gate and
+      // to 0 with sign()'s 0.5, so the output (not only the gate) tells the two apart (§FUS.9).
+      std::vector<uint16_t> v = in["value"].get<std::vector<uint16_t>>();
+      v[0] = ToBf16(-2.0);
       in["x"] = x;
       in["key"] = k;
       in["qWeight"] = q;
       in["kWeight"] = kw;
-      AddTest(b, vgi, vg, ComputeV41Gate, "stream 0: h orthogonal to w*key, the sum cancels exactly to +0",
-              {"SignedZeroCopysign", "ClampMin"}, {"§FUS.3", "§FUS.4"}, in);
+      in["value"] = v;
+      AddTest(b, vgi, vg, ComputeV41Gate,
+              "stream 0: h orthogonal to w*key, the sum cancels exactly to +0; v[0] = -2: out[0] = 1 - 2 * gate",
+              {"ClampMin"}, {"§FUS.3", "§FUS.4"}, in);
     }
     {
       ojson in = base();

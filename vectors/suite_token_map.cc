@@ -8,7 +8,9 @@
 #include <unicode/unistr.h>
 #include <unicode/locid.h>
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "reference/config.h"
@@ -101,36 +103,20 @@ std::string ContextLowercaseNormalize(const std::string& text) {
   return NormalizeText(lowered);
 }
 
-// transformers' clean_up_tokenization (clean_up_tokenization_spaces=True).
-std::string CleanUpSpaces(std::string text) {
-  const std::pair<std::string, std::string> rules[] = {{" .", "."},   {" ?", "?"},     {" !", "!"},     {" ,", ","},
-                                                      {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"},   {" 's", "'s"},
-                                                      {" 've", "'ve"}, {" 're", "'re"}};
-  for (const auto& [from, to] : rules) {
-    size_t at = 0;
-    while ((at = text.find(from, at)) != std::string::npos) {
-      text.replace(at, from.size(), to);
-      at += to.size();
-    }
-  }
-  return text;
-}
-
 enum class Variant { kSentinelLess, kContextLowercase, kPythonWrapper };
 
 std::vector<int64_t> VariantMap(const Tokenizer& tk, Variant variant) {
+  // The planted-bug port of §CONF.4 (numpy_adapter.py --bug python-wrapper-decode).
+  if (variant == Variant::kPythonWrapper) return MutantTokenMap(Mutant::kPythonWrapperDecode, tk);
   std::map<std::string, int64_t> seen;
   std::vector<int64_t> map;
   for (const std::string& token : tk.tokens) {
     std::string text = DecodeToken(token);
-    if (variant == Variant::kPythonWrapper) text = CleanUpSpaces(text);
     std::string key;
     if (text.find("\xEF\xBF\xBD") != std::string::npos) {
       key = token;
     } else {
-      std::string n = variant == Variant::kSentinelLess      ? SentinelLessNormalize(text)
-                      : variant == Variant::kContextLowercase ? ContextLowercaseNormalize(text)
-                                                              : NormalizeText(text);
+      std::string n = variant == Variant::kSentinelLess ? SentinelLessNormalize(text) : ContextLowercaseNormalize(text);
       key = n.empty() ? text : n;
     }
     auto it = seen.try_emplace(key, static_cast<int64_t>(seen.size())).first;
@@ -162,12 +148,20 @@ ojson IntermediateJson(const Tokenizer& tk, const std::vector<TokenKey>& keys, c
 }
 
 // One test's inputs -> its expected fields (result, outputs, intermediate).
-ojson Expected(const std::string& tokenizer_json, const json& test_inputs) {
+// With `variant`, the fields a port computing that variant's map would give
+// (no intermediate): the generator compares them with the expected fields to
+// flag the tests a port with that divergence fails (§CONF.4).
+ojson Expected(const std::string& tokenizer_json, const json& test_inputs,
+               const std::optional<Variant>& variant = std::nullopt) {
   ojson fields;
   try {
     const Tokenizer tk = ParseTokenizerJson(tokenizer_json, "tokenizer.json");
     std::vector<TokenKey> keys;
-    const TokenMap tm = BuildTokenMap(tk, &keys);
+    TokenMap tm = BuildTokenMap(tk, &keys);
+    if (variant) {
+      tm.map = VariantMap(tk, *variant);
+      tm.compressed_size = tm.map.empty() ? 0 : *std::max_element(tm.map.begin(), tm.map.end()) + 1;
+    }
     std::optional<int64_t> pad;
     if (test_inputs.contains("padId") || test_inputs.contains("engramCompressedVocabSize")) {
       // §TOK.4 through a minimal v4.1 configuration view.
@@ -186,12 +180,33 @@ ojson Expected(const std::string& tokenizer_json, const json& test_inputs) {
     fields["sha256"] = TokenMapDigest(tm);
     fields["map"] = tm.map;
     if (pad && test_inputs.contains("padId")) fields["compressedPad"] = *pad;
-    fields["intermediate"] = IntermediateJson(tk, keys, tm);
+    if (!variant) fields["intermediate"] = IntermediateJson(tk, keys, tm);
   } catch (const Error& e) {
     fields["result"] = "invalid";
     fields["error"] = e.what();
   }
   return fields;
+}
+
+// §CONF.4 Appends the flag of every variant whose port would fail this test:
+// its result differs, or one of the outputs a port returns (not the
+// intermediate values, not the informative error) does.
+void AddVariantFlags(std::vector<std::string>& flags, const std::string& text, const json& inputs,
+                     const ojson& expected) {
+  const std::pair<Variant, const char*> variants[] = {{Variant::kSentinelLess, "SentinelLessNormalizer"},
+                                                      {Variant::kContextLowercase, "ContextLowercase"},
+                                                      {Variant::kPythonWrapper, "PythonWrapperDecode"}};
+  for (const auto& [variant, flag] : variants) {
+    const ojson got = Expected(text, inputs, variant);
+    bool differs = got["result"] != expected["result"];
+    for (const char* key : {"tokens", "compressedSize", "sha256", "map", "compressedPad"}) {
+      if (expected["result"] == "valid" && (expected.contains(key) != got.contains(key) ||
+                                            (expected.contains(key) && expected[key] != got[key]))) {
+        differs = true;
+      }
+    }
+    if (differs) flags.push_back(flag);
+  }
 }
 
 ojson GenerateTokenMap() {
@@ -238,10 +253,7 @@ ojson GenerateTokenMap() {
          "A context-sensitive lowercase (word-final Σ -> ς, e.g. Python str.lower, ICU u_strToLower on the whole text) "
          "maps these tokens differently.",
          "§TOK.3");
-  b.Note("PythonWrapperDecode", "KNOWN_DIVERGENCE",
-         "Decoding through the transformers Python wrapper with clean_up_tokenization_spaces=True (\" .\" -> \".\", "
-         "\" n't\" -> \"n't\", ...) maps these tokens differently.",
-         "§TOK.2");
+  AddMutantNotes(b, {Mutant::kPythonWrapperDecode});
   b.Note("WrongTokenizerRevision", "KNOWN_DIVERGENCE",
          "Another revision of a tokenizer with the same compressed size but a different map: only the sha256 of the "
          "whole map tells them apart.",
@@ -415,13 +427,7 @@ ojson GenerateTokenMap() {
     const size_t g = b.Group({{"type", "TokenMapTest"}, {"comment", c.comment}, {"tokenizerJson", c.text}});
     ojson fields = Expected(c.text, json::object());
     std::vector<std::string> flags = c.flags;
-    if (fields["result"] == "valid") {
-      const Tokenizer tk = ParseTokenizerJson(c.text, "tokenizer.json");
-      const std::vector<int64_t> map = fields["map"].get<std::vector<int64_t>>();
-      if (VariantMap(tk, Variant::kSentinelLess) != map) flags.push_back("SentinelLessNormalizer");
-      if (VariantMap(tk, Variant::kContextLowercase) != map) flags.push_back("ContextLowercase");
-      if (VariantMap(tk, Variant::kPythonWrapper) != map) flags.push_back("PythonWrapperDecode");
-    }
+    AddVariantFlags(flags, c.text, json::object(), fields);
     b.Test(g, "the map of the whole tokenizer", flags, c.refs, fields);
     for (size_t k = 0; k < c.extra.size(); ++k) {
       ojson inputs = ojson::parse(c.extra[k].dump());
@@ -432,7 +438,9 @@ ojson GenerateTokenMap() {
       if (c.extra[k].contains("engramCompressedVocabSize")) {
         comment += ", v4.1 engram_compressed_vocab_size " + c.extra[k]["engramCompressedVocabSize"].dump();
       }
-      b.Test(g, comment, c.extra_flags[k], {"§TOK.4"}, f);
+      std::vector<std::string> extra_flags = c.extra_flags[k];
+      AddVariantFlags(extra_flags, c.text, c.extra[k], expected);
+      b.Test(g, comment, extra_flags, {"§TOK.4"}, f);
     }
   }
   for (const Bad& x : bad) {

@@ -95,7 +95,15 @@ void AddHashCommand(CLI::App& app) {
     // §HASH.5 the chunks go through one per-sequence state; §HASH.9 it may
     // continue a sequence that another instance started.
     HashState state(l.layout);
-    if (!s->history_in.empty()) state = HashState::Import(l.layout, ReadHistoryFile(s->history_in));
+    if (!s->history_in.empty()) {
+      try {
+        state = HashState::Import(l.layout, ReadHistoryFile(s->history_in));
+      } catch (const Error& e) {
+        // Name the file: the reference's message names only the field.
+        const std::string what = e.what();
+        throw Error(what.rfind(s->history_in, 0) == 0 ? what : s->history_in + ": " + what);
+      }
+    }
     std::vector<int64_t> rows;
     std::vector<PositionTrace> traces;
     size_t at = 0;

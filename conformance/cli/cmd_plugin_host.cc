@@ -2,7 +2,12 @@
 // for a shared library that implements the C ABI (§CONF.3). The runner starts
 // it as a child process, so a crash in the library is a reported failure.
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -11,6 +16,9 @@
 #include "conformance/runner/accumulate.h"
 #include "engram/conformance.h"
 #include "reference/error.h"
+#include "reference/fusion.h"
+#include "reference/storage.h"
+#include "reference/token_map.h"
 
 namespace engram::cli {
 namespace {
@@ -39,6 +47,31 @@ struct Api {
   decltype(&engram_hasher_import) hasher_import = nullptr;
   decltype(&engram_decode_element) decode_element = nullptr;
   decltype(&engram_contract_json) contract_json = nullptr;
+  // ABI 1.1: tables, token map, fusion.
+  decltype(&engram_table_synthetic) table_synthetic = nullptr;
+  decltype(&engram_table_open_safetensors) table_open_safetensors = nullptr;
+  decltype(&engram_table_open_packed) table_open_packed = nullptr;
+  decltype(&engram_table_destroy) table_destroy = nullptr;
+  decltype(&engram_table_lookup) table_lookup = nullptr;
+  decltype(&engram_table_row_shard_lookup) table_row_shard_lookup = nullptr;
+  decltype(&engram_shard_reduce) shard_reduce = nullptr;
+  decltype(&engram_table_head_shard_lookup) table_head_shard_lookup = nullptr;
+  decltype(&engram_float_table_lookup) float_table_lookup = nullptr;
+  decltype(&engram_token_map_build) token_map_build = nullptr;
+  decltype(&engram_token_map_destroy) token_map_destroy = nullptr;
+  decltype(&engram_token_map_tokens) token_map_tokens = nullptr;
+  decltype(&engram_token_map_compressed_size) token_map_compressed_size = nullptr;
+  decltype(&engram_token_map_ids) token_map_ids = nullptr;
+  decltype(&engram_token_map_check) token_map_check = nullptr;
+  decltype(&engram_token_map_key) token_map_key = nullptr;
+  decltype(&engram_gate) gate = nullptr;
+  decltype(&engram_v41_gate) v41_gate = nullptr;
+  decltype(&engram_wkv_bf16) wkv_bf16 = nullptr;
+  decltype(&engram_wkv_fp8) wkv_fp8 = nullptr;
+  decltype(&engram_demo_gate) demo_gate = nullptr;
+  decltype(&engram_short_conv) short_conv = nullptr;
+  decltype(&engram_forward_v41) forward_v41 = nullptr;
+  decltype(&engram_forward_demo) forward_demo = nullptr;
 
   bool HasLayout() const {
     return layout_create && layout_destroy && layout_layer_count && layout_max_ngram && layout_columns && layout_layer;
@@ -78,6 +111,30 @@ Api LoadApi(const std::string& path) {
   Bind(lib, "engram_hasher_import", a.hasher_import);
   Bind(lib, "engram_decode_element", a.decode_element);
   Bind(lib, "engram_contract_json", a.contract_json);
+  Bind(lib, "engram_table_synthetic", a.table_synthetic);
+  Bind(lib, "engram_table_open_safetensors", a.table_open_safetensors);
+  Bind(lib, "engram_table_open_packed", a.table_open_packed);
+  Bind(lib, "engram_table_destroy", a.table_destroy);
+  Bind(lib, "engram_table_lookup", a.table_lookup);
+  Bind(lib, "engram_table_row_shard_lookup", a.table_row_shard_lookup);
+  Bind(lib, "engram_shard_reduce", a.shard_reduce);
+  Bind(lib, "engram_table_head_shard_lookup", a.table_head_shard_lookup);
+  Bind(lib, "engram_float_table_lookup", a.float_table_lookup);
+  Bind(lib, "engram_token_map_build", a.token_map_build);
+  Bind(lib, "engram_token_map_destroy", a.token_map_destroy);
+  Bind(lib, "engram_token_map_tokens", a.token_map_tokens);
+  Bind(lib, "engram_token_map_compressed_size", a.token_map_compressed_size);
+  Bind(lib, "engram_token_map_ids", a.token_map_ids);
+  Bind(lib, "engram_token_map_check", a.token_map_check);
+  Bind(lib, "engram_token_map_key", a.token_map_key);
+  Bind(lib, "engram_gate", a.gate);
+  Bind(lib, "engram_v41_gate", a.v41_gate);
+  Bind(lib, "engram_wkv_bf16", a.wkv_bf16);
+  Bind(lib, "engram_wkv_fp8", a.wkv_fp8);
+  Bind(lib, "engram_demo_gate", a.demo_gate);
+  Bind(lib, "engram_short_conv", a.short_conv);
+  Bind(lib, "engram_forward_v41", a.forward_v41);
+  Bind(lib, "engram_forward_demo", a.forward_demo);
   return a;
 }
 
@@ -206,6 +263,488 @@ class Hasher {
   engram_hasher* handle_ = nullptr;
 };
 
+// ---------------------------------------------------------------- ABI 1.1 mappings
+
+// Every call below hands the library an `err` buffer of this size.
+constexpr size_t kErrLen = 1024;
+
+template <typename F>
+F Need(F fn, const char* name) {
+  if (fn == nullptr) throw Unsupported{name};
+  return fn;
+}
+
+// §STO.11 text forms: bf16 rows as 4 hex digits per element, float32 as 8, bytes as 2.
+std::string F32Hex(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", u);
+  return buf;
+}
+
+std::vector<uint8_t> HexBytes(const std::string& hex, const std::string& field) {
+  if (hex.size() % 2 != 0) throw Error(field + ": odd number of hex digits");
+  std::vector<uint8_t> out;
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    out.push_back(static_cast<uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
+  }
+  return out;
+}
+
+// bf16 rows as the vectors write them: one string per row of `width` values.
+json Bf16Rows(const std::vector<uint16_t>& v, size_t width) {
+  json out = json::array();
+  for (size_t i = 0; i + width <= v.size() && width > 0; i += width) {
+    out.push_back(Bf16Hex(std::span<const uint16_t>(v.data() + i, width)));
+  }
+  return out;
+}
+
+// §FUS.9 floats as Python float.hex() strings.
+json HexFloats(const double* v, size_t n) {
+  json out = json::array();
+  for (size_t i = 0; i < n; ++i) out.push_back(FloatHex(v[i]));
+  return out;
+}
+
+std::vector<double> ReadFloats(const json& a, const std::string& field) {
+  std::vector<double> out;
+  for (const json& s : a) out.push_back(s.is_string() ? ParseFloat(s.get<std::string>(), field) : s.get<double>());
+  return out;
+}
+
+double ReadFloat(const json& s, const std::string& field) {
+  return s.is_string() ? ParseFloat(s.get<std::string>(), field) : s.get<double>();
+}
+
+engram_bf16_span_t Span(const std::vector<uint16_t>& v) { return {v.data(), v.size()}; }
+engram_u8_span_t Span(const std::vector<uint8_t>& v) { return {v.data(), v.size()}; }
+engram_f64_span_t Span(const std::vector<double>& v) { return {v.data(), v.size()}; }
+
+// A table handle, released with the library's own destroy.
+class Table {
+ public:
+  Table(const Api& api, engram_table* handle) : api_(api), handle_(handle) {}
+  ~Table() {
+    if (handle_ != nullptr && api_.table_destroy != nullptr) api_.table_destroy(handle_);
+  }
+  Table(const Table&) = delete;
+  Table& operator=(const Table&) = delete;
+  const engram_table* get() const { return handle_; }
+
+  // §STO.5 the group's `table` object.
+  static std::unique_ptr<Table> Synthetic(const Api& api, const json& t) {
+    Need(api.table_synthetic, "engram_table_synthetic");
+    Need(api.table_destroy, "engram_table_destroy");
+    if (t.at("layout") != "synthetic") throw Unsupported{"table layout " + t.at("layout").dump()};
+    char err[kErrLen] = "";
+    engram_table* h = api.table_synthetic(t.at("seed").get<uint64_t>(), t.at("rows").get<int64_t>(),
+                                          t.at("headDim").get<int64_t>(), t.value("edgeRows", false) ? 1 : 0, err, sizeof err);
+    if (h == nullptr) throw Refused{err};
+    return std::make_unique<Table>(api, h);
+  }
+
+ private:
+  const Api& api_;
+  engram_table* handle_;
+};
+
+std::vector<uint16_t> Lookup(const Api& api, const Table& table, const std::vector<int64_t>& ids, size_t head_dim) {
+  Need(api.table_lookup, "engram_table_lookup");
+  std::vector<uint16_t> out(ids.size() * head_dim);
+  char err[kErrLen] = "";
+  if (api.table_lookup(table.get(), ids.data(), ids.size(), out.data(), out.size(), err, sizeof err) != 0) throw Refused{err};
+  return out;
+}
+
+// A sparse file of the table's real size holding only the test's bytes, removed when done.
+class SparseFile {
+ public:
+  explicit SparseFile(int64_t size) {
+    std::string templ = (std::filesystem::temp_directory_path() / "engram-plugin-host-XXXXXX").string();
+    if (mkdtemp(templ.data()) == nullptr) throw Unsupported{"cannot create a temporary directory: " + std::string(std::strerror(errno))};
+    dir_ = templ;
+    path_ = dir_ + "/table.bin";
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (fd_ < 0) throw Unsupported{"cannot create " + path_ + ": " + std::strerror(errno)};
+    if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
+      throw Unsupported{"cannot make a sparse file of " + std::to_string(size) + " bytes (" + path_ + "): " +
+                        std::strerror(errno)};
+    }
+  }
+  ~SparseFile() {
+    if (fd_ >= 0) ::close(fd_);
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  SparseFile(const SparseFile&) = delete;
+  SparseFile& operator=(const SparseFile&) = delete;
+
+  void Write(int64_t offset, const std::vector<uint8_t>& bytes) {
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset) + static_cast<off_t>(done));
+      if (n <= 0) throw Unsupported{"cannot write " + path_ + ": " + std::strerror(errno)};
+      done += static_cast<size_t>(n);
+    }
+  }
+  void Close() {
+    if (fd_ >= 0 && ::close(fd_) != 0) throw Unsupported{"cannot close " + path_ + ": " + std::strerror(errno)};
+    fd_ = -1;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_, path_;
+  int fd_ = -1;
+};
+
+// §STO.11 SafetensorsLookupTest / PackedLookupTest: the file is materialised
+// (header and the listed rows' bytes at their offsets, holes elsewhere) and
+// opened through the library's own reader.
+json BytesLookup(const Api& api, const std::string& type, const json& group, const json& test) {
+  const bool packed = type == "PackedLookupTest";
+  const int64_t rows = group.at("rows"), head_dim = group.at("headDim");
+  int64_t size = 0;
+  if (packed) {
+    Need(api.table_open_packed, "engram_table_open_packed");
+    size = rows * group.at("rowLength").get<int64_t>();
+  } else {
+    Need(api.table_open_safetensors, "engram_table_open_safetensors");
+    const std::string header = group.at("header");
+    const json h = json::parse(header);
+    int64_t end = 0;
+    for (const auto& [name, tensor] : h.items()) {
+      if (tensor.is_object() && tensor.contains("data_offsets")) end = std::max(end, tensor["data_offsets"][1].get<int64_t>());
+    }
+    size = group.at("dataOffset").get<int64_t>() + end;
+  }
+  Need(api.table_destroy, "engram_table_destroy");
+  SparseFile file(size);
+  if (!packed) {
+    const std::string header = group.at("header");
+    std::vector<uint8_t> head(8);
+    for (int i = 0; i < 8; ++i) head[static_cast<size_t>(i)] = static_cast<uint8_t>(static_cast<uint64_t>(header.size()) >> (8 * i));
+    head.insert(head.end(), header.begin(), header.end());
+    file.Write(0, head);
+  }
+  for (const json& rb : test.at("rowBytes")) {
+    if (packed) {
+      file.Write(rb.at("offset").get<int64_t>(), HexBytes(rb.at("packed"), "rowBytes.packed"));
+    } else {
+      file.Write(rb.at("codesOffset").get<int64_t>(), HexBytes(rb.at("codes"), "rowBytes.codes"));
+      file.Write(rb.at("scalesOffset").get<int64_t>(), HexBytes(rb.at("scales"), "rowBytes.scales"));
+    }
+  }
+  file.Close();
+  char err[kErrLen] = "";
+  engram_table* h = nullptr;
+  if (packed) {
+    h = api.table_open_packed(file.path().c_str(), head_dim, err, sizeof err);
+  } else {
+    std::string prefix = group.at("tensors").at("weight");
+    if (prefix.size() > 7 && prefix.substr(prefix.size() - 7) == ".weight") prefix.resize(prefix.size() - 7);
+    h = api.table_open_safetensors(file.path().c_str(), prefix.c_str(), err, sizeof err);
+  }
+  if (h == nullptr) throw Refused{err};
+  Table table(api, h);
+  const auto ids = test.at("rowIds").get<std::vector<int64_t>>();
+  return {{"rows", Bf16Rows(Lookup(api, table, ids, static_cast<size_t>(head_dim)), static_cast<size_t>(head_dim))}};
+}
+
+// §STO.7 world ranks' partial lookups, then the library's all_reduce.
+json RowShard(const Api& api, const json& group, const json& test) {
+  Need(api.table_row_shard_lookup, "engram_table_row_shard_lookup");
+  Need(api.shard_reduce, "engram_shard_reduce");
+  auto table = Table::Synthetic(api, group.at("table"));
+  const size_t d = group.at("table").at("headDim").get<size_t>();
+  const int32_t world = group.at("world");
+  const auto ids = test.at("rowIds").get<std::vector<int64_t>>();
+  const size_t count = ids.size() * d;
+  std::vector<uint16_t> partials(static_cast<size_t>(world) * count), out(count);
+  char err[kErrLen] = "";
+  for (int32_t r = 0; r < world; ++r) {
+    if (api.table_row_shard_lookup(table->get(), r, world, ids.data(), ids.size(), partials.data() + static_cast<size_t>(r) * count,
+                                   count, err, sizeof err) != 0) {
+      throw Refused{"rank " + std::to_string(r) + ": " + err};
+    }
+  }
+  if (api.shard_reduce(partials.data(), world, count, out.data(), err, sizeof err) != 0) throw Refused{err};
+  return {{"rows", Bf16Rows(out, d)}};
+}
+
+// §STO.8 each rank's columns of every position, gathered in rank order.
+json HeadShard(const Api& api, const json& group, const json& test) {
+  Need(api.table_head_shard_lookup, "engram_table_head_shard_lookup");
+  auto table = Table::Synthetic(api, group.at("table"));
+  const size_t d = group.at("table").at("headDim").get<size_t>();
+  const int32_t world = group.at("world"), columns = group.at("columns");
+  const auto ids = test.at("rowIds").get<std::vector<int64_t>>();
+  if (columns < 1 || ids.size() % static_cast<size_t>(columns) != 0) throw Refused{"rowIds is not [positions][columns]"};
+  const size_t positions = ids.size() / static_cast<size_t>(columns);
+  std::vector<std::vector<uint16_t>> parts;
+  char err[kErrLen] = "";
+  for (int32_t r = 0; r < world; ++r) {
+    std::vector<uint16_t> part(ids.size() * d);
+    size_t written = 0;
+    if (api.table_head_shard_lookup(table->get(), r, world, columns, ids.data(), ids.size(), part.data(), part.size(),
+                                    &written, err, sizeof err) != 0) {
+      throw Refused{"rank " + std::to_string(r) + ": " + err};
+    }
+    part.resize(std::min(written, part.size()));
+    parts.push_back(std::move(part));
+  }
+  // The all_gather: position by position, the ranks' columns in rank order.
+  std::vector<uint16_t> out;
+  for (size_t p = 0; p < positions; ++p) {
+    for (const auto& part : parts) {
+      const size_t per_position = part.size() / positions;
+      out.insert(out.end(), part.begin() + static_cast<std::ptrdiff_t>(p * per_position),
+                 part.begin() + static_cast<std::ptrdiff_t>((p + 1) * per_position));
+    }
+  }
+  return {{"rows", Bf16Rows(out, d)}};
+}
+
+// §TOK TokenMapTest.
+json TokenMapOutputs(const Api& api, const json& group, const json& test) {
+  Need(api.token_map_build, "engram_token_map_build");
+  Need(api.token_map_destroy, "engram_token_map_destroy");
+  Need(api.token_map_tokens, "engram_token_map_tokens");
+  Need(api.token_map_compressed_size, "engram_token_map_compressed_size");
+  Need(api.token_map_ids, "engram_token_map_ids");
+  const std::string text = group.at("tokenizerJson");
+  char err[kErrLen] = "";
+  engram_token_map* raw = api.token_map_build(text.data(), text.size(), err, sizeof err);
+  if (raw == nullptr) throw Refused{err};
+  std::unique_ptr<engram_token_map, decltype(api.token_map_destroy)> m(raw, api.token_map_destroy);
+  const int64_t tokens = api.token_map_tokens(m.get());
+  if (tokens < 0) throw Refused{"engram_token_map_tokens returned " + std::to_string(tokens)};
+  std::vector<int64_t> map(static_cast<size_t>(tokens));
+  api.token_map_ids(m.get(), map.data());
+  json out;
+  if (test.contains("padId") || test.contains("engramCompressedVocabSize")) {
+    Need(api.token_map_check, "engram_token_map_check");
+    int64_t pad = 0;
+    if (api.token_map_check(m.get(), test.value("padId", int64_t{0}), test.value("engramCompressedVocabSize", int64_t{-1}),
+                            &pad, err, sizeof err) != 0) {
+      throw Refused{err};
+    }
+    if (test.contains("padId")) out["compressedPad"] = pad;
+  }
+  // §TOK.6 the digest of the library's map: int32 little-endian.
+  std::string bytes;
+  for (int64_t v : map) {
+    const auto u = static_cast<uint32_t>(v);
+    for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>((u >> (8 * i)) & 0xFF));
+  }
+  out["tokens"] = tokens;
+  out["compressedSize"] = api.token_map_compressed_size(m.get());
+  out["sha256"] = Sha256Hex(bytes);
+  out["map"] = map;
+  if (api.token_map_key != nullptr) {
+    json inter = json::array();
+    for (int64_t id = 0; id < tokens; ++id) {
+      engram_token_key_t k{};
+      if (api.token_map_key(m.get(), id, &k) != 0) throw Refused{"engram_token_map_key refused id " + std::to_string(id)};
+      auto str = [](const char* p, size_t n) { return p == nullptr ? std::string() : std::string(p, n); };
+      json e = {{"id", id}, {"token", str(k.token, k.token_len)}, {"added", k.added != 0}, {"special", k.special != 0},
+                {"text", str(k.text, k.text_len)}, {"replacement", k.replacement != 0}};
+      if (k.normalized != nullptr) e["normalized"] = str(k.normalized, k.normalized_len);
+      e["keyKind"] = k.key_kind != nullptr ? k.key_kind : "";
+      e["key"] = str(k.key, k.key_len);
+      e["compressedId"] = map[static_cast<size_t>(id)];
+      inter.push_back(e);
+    }
+    out["intermediate"] = inter;
+  }
+  return out;
+}
+
+// The demo-v1 parameters of a group (§FUS.10) and the arrays they point into.
+struct DemoParamsHolder {
+  std::vector<double> key_w, key_b, norm1_w, norm2_w, value_w, value_b, conv_norm_w, conv_w;
+  engram_demo_params_t p{};
+
+  explicit DemoParamsHolder(const json& g)
+      : key_w(ReadFloats(g.at("keyWeight"), "keyWeight")),
+        key_b(ReadFloats(g.at("keyBias"), "keyBias")),
+        norm1_w(ReadFloats(g.at("norm1Weight"), "norm1Weight")),
+        norm2_w(ReadFloats(g.at("norm2Weight"), "norm2Weight")),
+        value_w(ReadFloats(g.at("valueWeight"), "valueWeight")),
+        value_b(ReadFloats(g.at("valueBias"), "valueBias")),
+        conv_norm_w(ReadFloats(g.at("convNormWeight"), "convNormWeight")),
+        conv_w(ReadFloats(g.at("convWeight"), "convWeight")) {
+    p.hc = g.at("hc");
+    p.hidden = g.at("hidden");
+    p.in = g.at("in");
+    p.kernel = g.at("kernel");
+    p.dilation = g.at("dilation");
+    p.key_weight = Span(key_w);
+    p.key_bias = Span(key_b);
+    p.norm1_weight = Span(norm1_w);
+    p.norm2_weight = Span(norm2_w);
+    p.value_weight = Span(value_w);
+    p.value_bias = Span(value_b);
+    p.conv_norm_weight = Span(conv_norm_w);
+    p.conv_weight = Span(conv_w);
+  }
+  DemoParamsHolder(const DemoParamsHolder&) = delete;
+  DemoParamsHolder& operator=(const DemoParamsHolder&) = delete;
+};
+
+json FusionOutputs(const Api& api, const std::string& type, const json& group, const json& test) {
+  char err[kErrLen] = "";
+  if (type == "GateFunctionTest") {
+    Need(api.gate, "engram_gate");
+    double gate = 0;
+    const std::string profile = group.at("profile");
+    if (api.gate(profile.c_str(), ReadFloat(test.at("dot"), "dot"), &gate, err, sizeof err) != 0) throw Refused{err};
+    return {{"gate", FloatHex(gate)}};
+  }
+  if (type == "V41GateTest") {
+    Need(api.v41_gate, "engram_v41_gate");
+    const size_t dim = group.at("dim"), hc = group.at("hc");
+    const auto x = test.at("x").get<std::vector<uint16_t>>(), key = test.at("key").get<std::vector<uint16_t>>(),
+               value = test.at("value").get<std::vector<uint16_t>>(), qw = test.at("qWeight").get<std::vector<uint16_t>>(),
+               kw = test.at("kWeight").get<std::vector<uint16_t>>();
+    std::vector<double> gate(hc);
+    std::vector<uint16_t> out(hc * dim);
+    if (api.v41_gate(dim, hc, ReadFloat(group.at("eps"), "eps"), Span(x), Span(key), Span(value), Span(qw), Span(kw),
+                     test.at("masked").get<bool>() ? 1 : 0, gate.data(), out.data(), err, sizeof err) != 0) {
+      throw Refused{err};
+    }
+    return {{"gate", HexFloats(gate.data(), gate.size())}, {"out", out}};
+  }
+  if (type == "WkvTest") {
+    const auto e = test.at("e").get<std::vector<uint16_t>>();
+    const size_t out_features = test.at("outFeatures");
+    std::vector<uint16_t> kv(out_features);
+    if (test.contains("weight")) {
+      Need(api.wkv_bf16, "engram_wkv_bf16");
+      const auto w = test.at("weight").get<std::vector<uint16_t>>();
+      if (api.wkv_bf16(Span(e), Span(w), out_features, kv.data(), err, sizeof err) != 0) throw Refused{err};
+    } else {
+      Need(api.wkv_fp8, "engram_wkv_fp8");
+      const auto wc = test.at("weightCodes").get<std::vector<uint8_t>>(), ws = test.at("weightScales").get<std::vector<uint8_t>>();
+      if (api.wkv_fp8(Span(e), Span(wc), Span(ws), out_features, kv.data(), err, sizeof err) != 0) throw Refused{err};
+    }
+    return {{"kv", kv}};
+  }
+  if (type == "DemoGateTest") {
+    Need(api.demo_gate, "engram_demo_gate");
+    const DemoParamsHolder q(group);
+    const std::vector<double> e = ReadFloats(test.at("e"), "e"), hidden = ReadFloats(test.at("hidden"), "hidden");
+    std::vector<double> gate(q.p.hc), value(q.p.hc * q.p.hidden);
+    if (api.demo_gate(&q.p, Span(e), Span(hidden), gate.data(), value.data(), err, sizeof err) != 0) throw Refused{err};
+    return {{"gate", HexFloats(gate.data(), gate.size())}, {"value", HexFloats(value.data(), value.size())}};
+  }
+  if (type == "ShortConvTest") {
+    Need(api.short_conv, "engram_short_conv");
+    const DemoParamsHolder q(group);
+    const size_t steps = test.at("steps");
+    const std::vector<double> value = ReadFloats(test.at("value"), "value");
+    std::vector<double> output(steps * q.p.hc * q.p.hidden);
+    if (api.short_conv(&q.p, steps, Span(value), output.data(), err, sizeof err) != 0) throw Refused{err};
+    return {{"output", HexFloats(output.data(), output.size())}};
+  }
+  if (type == "EngramForwardTest") {
+    const bool v41 = group.at("profile") == "v4.1";
+    if (v41 ? api.forward_v41 == nullptr : api.forward_demo == nullptr) {
+      throw Unsupported{v41 ? "engram_forward_v41" : "engram_forward_demo"};
+    }
+    Layout layout(api, group);
+    const auto ids = test.at("ids").get<std::vector<int64_t>>();
+    const uint64_t seed = group.at("tableSeed");
+    if (v41) {
+      const auto x = test.at("x").get<std::vector<uint16_t>>(), qw = group.at("qWeight").get<std::vector<uint16_t>>(),
+                 kw = group.at("kWeight").get<std::vector<uint16_t>>();
+      const auto wc = group.at("wkvWeightCodes").get<std::vector<uint8_t>>(),
+                 ws = group.at("wkvWeightScales").get<std::vector<uint8_t>>();
+      const engram_v41_fusion_params_t p{Span(qw), Span(kw), Span(wc), Span(ws)};
+      std::vector<uint16_t> out(x.size());
+      std::vector<double> gate(x.size());  // n·hc <= n·hc·dim values
+      size_t gate_count = 0;
+      if (api.forward_v41(layout.get(), seed, &p, ids.data(), ids.size(), Span(x), out.data(), gate.data(), gate.size(),
+                          &gate_count, err, sizeof err) != 0) {
+        throw Refused{err};
+      }
+      return {{"out", out}, {"gate", HexFloats(gate.data(), std::min(gate_count, gate.size()))}};
+    }
+    const DemoParamsHolder q(group);
+    const std::vector<double> hidden = ReadFloats(test.at("hidden"), "hidden");
+    const size_t n = ids.size(), per = q.p.hc * q.p.hidden;
+    std::vector<double> output(n * per), after(n * per), gate(n * q.p.hc);
+    if (api.forward_demo(layout.get(), seed, &q.p, ids.data(), n, Span(hidden), output.data(), after.data(), gate.data(), err,
+                         sizeof err) != 0) {
+      throw Refused{err};
+    }
+    return {{"output", HexFloats(output.data(), output.size())},
+            {"hiddenAfter", HexFloats(after.data(), after.size())},
+            {"gate", HexFloats(gate.data(), gate.size())}};
+  }
+  throw Unsupported{"test type " + type};
+}
+
+// §STO.11 fp8_decode, table_lookup, tp_shard.
+json StorageOutputs(const Api& api, const std::string& type, const json& group, const json& test) {
+  char err[kErrLen] = "";
+  auto decode = [&](uint8_t code, uint8_t scale) {
+    Need(api.decode_element, "engram_decode_element");
+    uint16_t bits = 0;
+    if (api.decode_element(code, scale, &bits, err, sizeof err) != 0) throw Refused{err};
+    return bits;
+  };
+  auto bf16_as_f32 = [](uint16_t bits) {  // exact: bf16 is the top half of a float32
+    const uint32_t u = static_cast<uint32_t>(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return F32Hex(f);
+  };
+  if (type == "E4M3DecodeTest") {
+    // The code's value times 2^0 (scale 127): exact in bf16 (3 mantissa bits).
+    return {{"f32Bits", bf16_as_f32(decode(test.at("code").get<uint8_t>(), 127))}};
+  }
+  if (type == "E8M0DecodeTest") {
+    // 1.0 (code 0x38) times 2^(s-127): a power of two, exact in bf16.
+    return {{"f32Bits", bf16_as_f32(decode(0x38, test.at("scale").get<uint8_t>()))}};
+  }
+  if (type == "ElementDecodeTest") {
+    std::vector<uint16_t> v(256);
+    for (int c = 0; c < 256; ++c) v[static_cast<size_t>(c)] = decode(static_cast<uint8_t>(c), test.at("scale").get<uint8_t>());
+    return {{"bf16", Bf16Hex(v)}};
+  }
+  if (type == "SyntheticLookupTest") {
+    auto table = Table::Synthetic(api, group.at("table"));
+    const size_t d = group.at("table").at("headDim").get<size_t>();
+    return {{"rows", Bf16Rows(Lookup(api, *table, test.at("rowIds").get<std::vector<int64_t>>(), d), d)}};
+  }
+  if (type == "SafetensorsLookupTest" || type == "PackedLookupTest") return BytesLookup(api, type, group, test);
+  if (type == "FloatLookupTest") {
+    Need(api.float_table_lookup, "engram_float_table_lookup");
+    const json& t = group.at("table");
+    if (t.at("layout") != "synthetic-float") throw Unsupported{"table layout " + t.at("layout").dump()};
+    const auto ids = test.at("rowIds").get<std::vector<int64_t>>();
+    const size_t w = t.at("width").get<size_t>();
+    std::vector<float> out(ids.size() * w);
+    if (api.float_table_lookup(t.at("seed").get<uint64_t>(), t.at("rows").get<int64_t>(), static_cast<int64_t>(w), ids.data(),
+                               ids.size(), out.data(), out.size(), err, sizeof err) != 0) {
+      throw Refused{err};
+    }
+    json rows = json::array();
+    for (size_t i = 0; i < ids.size(); ++i) {
+      std::string row;
+      for (size_t j = 0; j < w; ++j) row += F32Hex(out[i * w + j]);
+      rows.push_back(row);
+    }
+    return {{"rows", rows}};
+  }
+  if (type == "RowShardTest") return RowShard(api, group, test);
+  if (type == "HeadShardTest") return HeadShard(api, group, test);
+  throw Unsupported{"test type " + type};
+}
+
 json RunTest(const Api& api, const std::string& type, const json& group, const json& test) {
   if (type == "BoundedIntegersTest") {
     if (api.bounded_integers == nullptr) throw Unsupported{"engram_bounded_integers"};
@@ -301,11 +840,48 @@ json RunTest(const Api& api, const std::string& type, const json& group, const j
     }
     return {{"microBatches", batches}};
   }
-  throw Unsupported{"test type " + type + " (this plug-in host does not map it to the C ABI yet)"};
+  if (type == "E4M3DecodeTest" || type == "E8M0DecodeTest" || type == "ElementDecodeTest" || type == "SyntheticLookupTest" ||
+      type == "SafetensorsLookupTest" || type == "PackedLookupTest" || type == "FloatLookupTest" || type == "RowShardTest" ||
+      type == "HeadShardTest") {
+    return StorageOutputs(api, type, group, test);
+  }
+  if (type == "TokenMapTest") return TokenMapOutputs(api, group, test);
+  if (type == "GateFunctionTest" || type == "V41GateTest" || type == "WkvTest" || type == "DemoGateTest" ||
+      type == "ShortConvTest" || type == "EngramForwardTest") {
+    return FusionOutputs(api, type, group, test);
+  }
+  throw Unsupported{"test type " + type + " (this plug-in host does not map it to the C ABI)"};
+}
+
+// §CONF.2 The shape of a request, checked before anything is read from it:
+// an empty string when it is well formed, else what is wrong.
+std::string RequestProblem(const json& request) {
+  if (!request.is_object()) return std::string("the request is a JSON ") + request.type_name() + ", not an object";
+  if (!request.contains("op") || !request["op"].is_string()) return "key 'op': missing or not a string";
+  const std::string op = request["op"];
+  auto need = [&](const char* key, bool (json::*is)() const noexcept, const char* type) -> std::string {
+    if (!request.contains(key) || !(request[key].*is)()) return "op " + op + ": key '" + key + "': missing or not " + type;
+    return "";
+  };
+  std::string p;
+  if (op == "test") {
+    if (!(p = need("type", &json::is_string, "a string")).empty()) return p;
+    if (!(p = need("group", &json::is_object, "an object")).empty()) return p;
+    if (!(p = need("test", &json::is_object, "an object")).empty()) return p;
+  }
+  if (op == "accumulate") {
+    if (!(p = need("group", &json::is_object, "an object")).empty()) return p;
+    if (!(p = need("n", &json::is_number_integer, "an integer")).empty()) return p;
+    if (!(p = need("seed", &json::is_number_integer, "an integer")).empty()) return p;
+  }
+  return "";
 }
 
 json Handle(const Api& api, const json& request) {
-  const std::string op = request.value("op", "");
+  if (const std::string problem = RequestProblem(request); !problem.empty()) {
+    return {{"refused", "plugin-host: " + problem}};
+  }
+  const std::string op = request["op"];
   try {
     if (op == "hello") {
       const engram_conformance_info_t* info = api.info();
@@ -387,8 +963,9 @@ void AddPluginHostCommand(CLI::App& app) {
     while (std::getline(std::cin, line)) {
       const json request = json::parse(line, nullptr, false);
       const json reply = request.is_discarded() ? json{{"refused", "plugin-host: the request is not JSON"}} : Handle(api, request);
-      std::cout << reply.dump() << "\n" << std::flush;
-      if (request.is_object() && request.value("op", "") == "bye") break;
+      // A library may hand back bytes that are not UTF-8: replaced, never fatal to the host.
+      std::cout << reply.dump(-1, ' ', false, json::error_handler_t::replace) << "\n" << std::flush;
+      if (request.is_object() && request.contains("op") && request["op"] == "bye") break;
     }
   });
 }

@@ -1,14 +1,54 @@
 // `engram token-map` (spec §TOK): builds the compressed token map from a
 // Hugging Face tokenizer.json and prints it with its size and digest.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <charconv>
 #include <chrono>
 #include <iostream>
 #include <memory>
 
 #include "conformance/cli/common.h"
+#include "conformance/cli/fileio.h"
 #include "reference/error.h"
 #include "reference/token_map.h"
 
 namespace engram::cli {
+
+namespace {
+
+// LoadTokenizerJson(path), reading a regular file by mapping it into memory
+// rather than copying it into a string: for a real tokenizer.json (6 MB)
+// that saves ~3 ms of the command's ~40 (the copy, and the first touch of
+// every page of a fresh buffer). Anything unusual (a pipe, an empty file, a
+// failed call) goes to LoadTokenizerJson, whose errors name the file.
+Tokenizer LoadTokenizer(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return LoadTokenizerJson(path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+    ::close(fd);
+    return LoadTokenizerJson(path);
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  int flags = MAP_PRIVATE;
+#ifdef MAP_POPULATE
+  flags |= MAP_POPULATE;  // map every page now, in one call
+#endif
+  void* data = ::mmap(nullptr, size, PROT_READ, flags, fd, 0);
+  ::close(fd);
+  if (data == MAP_FAILED) return LoadTokenizerJson(path);
+  struct Unmap {
+    void* data;
+    size_t size;
+    ~Unmap() { ::munmap(data, size); }
+  } unmap{data, size};
+  return ParseTokenizerJson(std::string_view(static_cast<const char*>(data), size), path);
+}
+
+}  // namespace
 
 TokenMap BuildTokenMapFromFile(const std::string& path) {
   // Progress on stderr, only when the build takes more than a second.
@@ -20,9 +60,31 @@ TokenMap BuildTokenMapFromFile(const std::string& path) {
     std::cerr << "token-map: " << done << " / " << total << " ids (" << static_cast<int>(elapsed) << " s)\n";
     reported = true;
   };
-  const Tokenizer tokenizer = LoadTokenizerJson(path);
+  const Tokenizer tokenizer = LoadTokenizer(path);
   return BuildTokenMap(tokenizer, nullptr, progress);
 }
+
+namespace {
+
+// `doc` with a last key "map" holding `map`, as nlohmann's dump(1) writes
+// it: doc is dumped by nlohmann, and the map appended in the same layout
+// (one entry a line, indented by two spaces) by a loop.
+std::string WithMap(const ojson& doc, const std::vector<int64_t>& map) {
+  std::string text = doc.dump(1);  // "{\n \"tokens\": ...\n}"
+  text.resize(text.size() - 2);    // without its closing "\n}"
+  text.reserve(text.size() + 16 + 12 * map.size());
+  text += ",\n \"map\": [";
+  char number[24];
+  for (size_t i = 0; i < map.size(); ++i) {
+    text += i == 0 ? "\n  " : ",\n  ";
+    const auto end = std::to_chars(number, number + sizeof number, map[i]).ptr;
+    text.append(number, end);
+  }
+  text += map.empty() ? "]\n}" : "\n ]\n}";
+  return text;
+}
+
+}  // namespace
 
 void AddTokenMapCommand(CLI::App& app) {
   struct State {
@@ -49,8 +111,14 @@ void AddTokenMapCommand(CLI::App& app) {
       doc["profile"] = std::string(ProfileName(config.profile));
       doc["pad"] = {{"raw", config.pad_id}, {"compressed", pad}};
     }
-    doc["map"] = tm.map;
-    Emit(doc, s->out);
+    // What Emit(doc with "map": tm.map) writes, byte for byte, without a
+    // JSON value per entry (129k of them for a real tokenizer).
+    const std::string text = WithMap(doc, tm.map) + "\n";
+    if (s->out.empty()) {
+      std::cout << text;
+    } else {
+      WriteFileAtomic(s->out, text);
+    }
   });
 }
 

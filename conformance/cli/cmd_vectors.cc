@@ -23,7 +23,7 @@ void AddVectorsCommand(CLI::App& app) {
   auto* verify = vec->add_subcommand("verify", "Check the manifest and recompute every expected value");
   verify->add_option("dir", s->dir, "Vectors directory (holds MANIFEST.sha256)")->required();
   verify->callback([s] {
-    if (!vectors::VerifyAll(s->dir, std::cout)) throw CLI::RuntimeError(1);
+    if (!vectors::VerifyAll(s->dir, std::cout, std::cerr)) throw CLI::RuntimeError(1);
   });
 }
 

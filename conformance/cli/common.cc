@@ -17,6 +17,7 @@ void AddInputOptions(CLI::App* cmd, Inputs& in, bool config_required) {
                              "Token-map JSON (array, or object with \"map\"); ids given are raw tokenizer ids");
   auto* v = cmd->add_option("--compressed-vocab-size", in.compressed_vocab_size,
                             "No token map: ids given are already compressed, V = this value");
+  v->check(CLI::PositiveNumber);  // §LAY.4 V >= 1
   tm->excludes(v);
   auto* tk = cmd->add_option("--tokenizer", in.tokenizer_path,
                              "Hugging Face tokenizer.json: build the token map from it (§TOK); ids given are raw ids");

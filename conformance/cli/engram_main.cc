@@ -1,6 +1,7 @@
 // The `engram` command line: JSON on stdout, errors on stderr, non-zero exit
 // on failure. Every subcommand (cmd_*.cc) is a thin shell over the reference.
 #include <iostream>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -22,6 +23,20 @@ int main(int argc, char** argv) {
   engram::cli::AddPluginHostCommand(app);
   engram::cli::AddGateCommand(app);
   engram::cli::AddExplainCommand(app);
+  // §ERR.1 CLI11 reports an unknown first word as "A subcommand is required"; name
+  // the word and the choices instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::cerr << "engram: unknown subcommand '" << argv[1] << "' (one of: " << names << ")\n";
+      return static_cast<int>(CLI::ExitCodes::ExtrasError);
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

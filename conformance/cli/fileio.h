@@ -8,7 +8,7 @@
 
 namespace engram {
 
-// Writes `content` to a temporary file beside `path`, flushes it, then
+// §ERR.1 (no partial output) Writes `content` to a temporary file beside `path`, flushes it, then
 // renames it over `path`, so readers never see a partial file. Throws
 // engram::Error naming the path on failure (and removes the temporary).
 void WriteFileAtomic(const std::filesystem::path& path, std::string_view content);

@@ -36,6 +36,7 @@ std::string AccumulateHash(bool v41, int64_t compressed_vocab_size, uint64_t see
   if (compressed_vocab_size < 1) throw Error("accumulate: V must be >= 1");
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) throw Error("SHA-256 init failed");
+  // §ERR.3 Chunks bound the memory whatever n: ids, rows and their bytes for one chunk at a time.
   constexpr int64_t kChunk = 65536;
   std::vector<int64_t> ids;
   std::vector<int64_t> rows;

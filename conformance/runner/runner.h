@@ -41,7 +41,8 @@ struct TestResult {
 };
 
 // §CONF.1 The keys an implementation must produce for `test` (the expected
-// outputs), and `test` with them removed (what is sent).
+// outputs), and `test` with them removed (what is sent). Informative outputs
+// (`error`, the fp8_decode tests' `value`) are in neither.
 struct SplitTest {
   nlohmann::ordered_json inputs;
   nlohmann::ordered_json expected;  // output key -> expected value
@@ -52,7 +53,12 @@ SplitTest SplitOrdered(const std::string& type, const nlohmann::ordered_json& te
 
 // §CONF.4 Compares returned outputs with the expected ones. Returns an empty
 // string when they match, else a description naming the first differing
-// element by path.
+// element by path. `group` (the test's group without its tests) supplies the
+// §FUS.9 `tolerance` of float outputs; without it every output is compared
+// exactly (hex floats of §STO.11 still match NaN with NaN, §STO.9).
+std::string CompareOrdered(const std::string& type, const nlohmann::ordered_json& group,
+                           const nlohmann::ordered_json& expected, const nlohmann::ordered_json& actual);
+// The same with no group (no tolerances).
 std::string CompareOrdered(const std::string& type, const nlohmann::ordered_json& expected,
                            const nlohmann::ordered_json& actual);
 

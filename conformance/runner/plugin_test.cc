@@ -1,0 +1,814 @@
+// The C ABI of conformance/include/engram/conformance.h (spec §CONF.3) as a
+// port sees it: the reference plug-in is opened with dlopen and each ABI 1.1
+// entry point is called on inputs taken from the vectors, whose expected values
+// (never the code under test) decide. Then `engram conform --lib` over every
+// suite, a library that lacks the new entry points, and the runner's §CONF.1 /
+// §FUS.9 comparison rules (tolerances, faithful bf16, NaN == NaN in hex rows,
+// informative outputs).
+#include <dlfcn.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "conformance/runner/runner.h"
+#include "engram/conformance.h"
+#include "reference/fusion.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;  // key order matters: §CONF.1 splits at "result"
+using ojson = nlohmann::ordered_json;
+using testing::HasSubstr;
+
+const std::string kVectors = std::string(ENGRAM_SOURCE_DIR) + "/vectors";
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// ---------------------------------------------------------------- the vectors
+
+const json& Suite(const std::string& name) {
+  static std::map<std::string, json> cache;
+  auto it = cache.find(name);
+  if (it == cache.end()) it = cache.emplace(name, json::parse(Slurp(kVectors + "/v1/" + name + ".json"))).first;
+  return it->second;
+}
+
+struct Case {
+  const json* group = nullptr;
+  const json* test = nullptr;
+};
+
+// The first test of `type` in `suite` (the group comment containing
+// `group_has`) for which `pred` holds. Tests are found by what they are, not
+// by tcId, so that regenerated vectors keep these tests meaningful.
+Case Find(const std::string& suite, const std::string& type, const std::function<bool(const json&, const json&)>& pred,
+          const std::string& group_has = "") {
+  for (const json& g : Suite(suite)["testGroups"]) {
+    if (g["type"] != type || g.value("comment", "").find(group_has) == std::string::npos) continue;
+    for (const json& t : g["tests"]) {
+      if (pred(g, t)) return {&g, &t};
+    }
+  }
+  ADD_FAILURE() << "no " << type << " test in " << suite << " matches";
+  static const json empty = json::object();
+  return {&empty, &empty};
+}
+
+bool Valid(const json& t) { return t.value("result", "") == "valid"; }
+auto AnyValid = [](const json&, const json& t) { return Valid(t); };
+auto AnyInvalid = [](const json&, const json& t) { return !Valid(t); };
+
+std::vector<uint16_t> Bf16FromHex(const std::string& hex) {
+  std::vector<uint16_t> out;
+  for (size_t i = 0; i + 4 <= hex.size(); i += 4) out.push_back(static_cast<uint16_t>(std::stoul(hex.substr(i, 4), nullptr, 16)));
+  return out;
+}
+
+std::vector<uint16_t> Bf16Rows(const json& rows) {
+  std::vector<uint16_t> out;
+  for (const json& r : rows) {
+    const std::vector<uint16_t> v = Bf16FromHex(r.get<std::string>());
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+std::vector<double> Floats(const json& a) {
+  std::vector<double> out;
+  if (a.is_string()) return {engram::ParseFloat(a.get<std::string>(), "vector")};
+  for (const json& s : a) out.push_back(engram::ParseFloat(s.get<std::string>(), "vector"));
+  return out;
+}
+
+bool SameDouble(double a, double b) { return (std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b)); }
+
+// A float output of the plug-in must be the vector's float32 mirror (the
+// plug-in's default) or its float64 reference (ENGRAM_REFERENCE_PRECISION=float64), exactly.
+void ExpectMirrorOrReference(const std::vector<double>& got, const json& expected, const std::string& what) {
+  const std::vector<double> r = Floats(expected["float64"]), m = Floats(expected["float32"]);
+  ASSERT_EQ(got.size(), r.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_TRUE(SameDouble(got[i], m[i]) || SameDouble(got[i], r[i]))
+        << what << "[" << i << "]: " << engram::FloatHex(got[i]) << " is neither " << engram::FloatHex(m[i]) << " nor "
+        << engram::FloatHex(r[i]);
+  }
+}
+
+// bf16 outputs: a faithful rounding of the vector's float64 reference (§FUS.9).
+void ExpectFaithful(const std::vector<uint16_t>& got, const json& ref64, const std::string& what) {
+  const std::vector<double> r = Floats(ref64);
+  ASSERT_EQ(got.size(), r.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(engram::FaithfulBf16(got[i], r[i])) << what << "[" << i << "]";
+}
+
+engram_bf16_span_t Span(const std::vector<uint16_t>& v) { return {v.data(), v.size()}; }
+engram_u8_span_t Span(const std::vector<uint8_t>& v) { return {v.data(), v.size()}; }
+engram_f64_span_t Span(const std::vector<double>& v) { return {v.data(), v.size()}; }
+
+// ---------------------------------------------------------------- the library through dlopen
+
+class Abi : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    lib_ = dlopen(ENGRAM_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(lib_, nullptr) << dlerror();
+  }
+  template <typename F>
+  static F Sym(const char* name) {
+    void* p = dlsym(lib_, name);
+    EXPECT_NE(p, nullptr) << name << " is not exported";
+    return reinterpret_cast<F>(p);
+  }
+  static inline void* lib_ = nullptr;
+  char err_[1024] = "";
+};
+
+// The entry point `fn` of the plug-in, typed by its declaration in the header
+// (decltype only: the test binary does not link the library).
+#define ABI(fn) Sym<decltype(&fn)>(#fn)
+
+TEST_F(Abi, InfoClaimsEverySuite) {
+  const engram_conformance_info_t* info = ABI(engram_conformance_info)();
+  EXPECT_EQ(info->abi_version, static_cast<uint32_t>(ENGRAM_CONFORMANCE_ABI_VERSION));
+  const std::string suites = info->suites;
+  for (const auto& e : fs::directory_iterator(kVectors + "/v1")) {
+    EXPECT_THAT("," + suites + ",", HasSubstr("," + e.path().stem().string() + ",")) << "not claimed";
+  }
+}
+
+// §STO.1–§STO.3: fp8_decode through engram_decode_element (the host derives the single-format tests from it).
+TEST_F(Abi, DecodeElementGivesTheFp8DecodeVectors) {
+  auto decode = ABI(engram_decode_element);
+  const Case c = Find("fp8_decode", "ElementDecodeTest", [](const json&, const json& t) { return t["scale"] == 0; });
+  const std::vector<uint16_t> want = Bf16FromHex(c.test->at("bf16"));
+  ASSERT_EQ(want.size(), 256u);
+  for (int code = 0; code < 256; ++code) {
+    uint16_t bits = 0;
+    ASSERT_EQ(decode(static_cast<uint8_t>(code), 0, &bits, err_, sizeof err_), 0) << err_;
+    // §STO.9: any NaN matches any NaN.
+    const bool nan = (want[static_cast<size_t>(code)] & 0x7F80) == 0x7F80 && (want[static_cast<size_t>(code)] & 0x7F) != 0;
+    if (nan) EXPECT_TRUE((bits & 0x7F80) == 0x7F80 && (bits & 0x7F) != 0) << code;
+    else EXPECT_EQ(bits, want[static_cast<size_t>(code)]) << "code " << code << " scale 0x00";
+  }
+  // E4M3 code 0x80 is -0 (f32 bits 80000000); E8M0 0x00 is 2^-127 (00400000).
+  const Case e4 = Find("fp8_decode", "E4M3DecodeTest", [](const json&, const json& t) { return t["code"] == 0x80; });
+  const Case e8 = Find("fp8_decode", "E8M0DecodeTest", [](const json&, const json& t) { return t["scale"] == 0; });
+  uint16_t bits = 0;
+  ASSERT_EQ(decode(0x80, 127, &bits, err_, sizeof err_), 0);
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(bits) << 16);
+  EXPECT_EQ(hex, e4.test->at("f32Bits").get<std::string>());
+  ASSERT_EQ(decode(0x38, 0, &bits, err_, sizeof err_), 0);
+  std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(bits) << 16);
+  EXPECT_EQ(hex, e8.test->at("f32Bits").get<std::string>());
+}
+
+// §STO.5, §STO.6
+TEST_F(Abi, SyntheticTableLookupGivesTheVectorRows) {
+  auto create = ABI(engram_table_synthetic);
+  auto lookup = ABI(engram_table_lookup);
+  auto destroy = ABI(engram_table_destroy);
+  for (const bool edges : {false, true}) {
+    const Case c = Find("table_lookup", "SyntheticLookupTest",
+                        [&](const json& g, const json& t) { return Valid(t) && g["table"]["edgeRows"] == edges; });
+    const json& tb = c.group->at("table");
+    engram_table* table = create(tb["seed"], tb["rows"], tb["headDim"], edges ? 1 : 0, err_, sizeof err_);
+    ASSERT_NE(table, nullptr) << err_;
+    const auto ids = c.test->at("rowIds").get<std::vector<int64_t>>();
+    std::vector<uint16_t> out(ids.size() * tb["headDim"].get<size_t>());
+    ASSERT_EQ(lookup(table, ids.data(), ids.size(), out.data(), out.size(), err_, sizeof err_), 0) << err_;
+    EXPECT_EQ(out, Bf16Rows(c.test->at("rows"))) << "edge rows " << edges;
+    destroy(table);
+  }
+}
+
+TEST_F(Abi, TableErrorsNameTheField) {
+  auto create = ABI(engram_table_synthetic);
+  auto lookup = ABI(engram_table_lookup);
+  auto destroy = ABI(engram_table_destroy);
+  EXPECT_EQ(create(1, 100, 100, 0, err_, sizeof err_), nullptr);
+  EXPECT_THAT(err_, HasSubstr("head_dim"));
+  EXPECT_EQ(create(1, 0, 256, 0, err_, sizeof err_), nullptr);
+  EXPECT_THAT(err_, HasSubstr("rows"));
+  // The invalid lookup of the vectors: an id = rows must be refused, naming the value.
+  const Case c = Find("table_lookup", "SyntheticLookupTest", AnyInvalid);
+  const json& tb = c.group->at("table");
+  engram_table* table = create(tb["seed"], tb["rows"], tb["headDim"], 0, err_, sizeof err_);
+  ASSERT_NE(table, nullptr) << err_;
+  const auto ids = c.test->at("rowIds").get<std::vector<int64_t>>();
+  std::vector<uint16_t> out(ids.size() * 256);
+  EXPECT_NE(lookup(table, ids.data(), ids.size(), out.data(), out.size(), err_, sizeof err_), 0);
+  EXPECT_THAT(err_, HasSubstr(std::to_string(ids.back())));
+  // A buffer that is too small is refused, not overrun.
+  EXPECT_NE(lookup(table, ids.data(), 1, out.data(), 255, err_, sizeof err_), 0);
+  EXPECT_THAT(err_, HasSubstr("out"));
+  destroy(table);
+  // Files: a missing file and a packed file of the wrong size name the path.
+  auto packed = ABI(engram_table_open_packed);
+  auto safetensors = ABI(engram_table_open_safetensors);
+  EXPECT_EQ(safetensors("/nonexistent/table.safetensors", "layers.1.engram.embed", err_, sizeof err_), nullptr);
+  EXPECT_THAT(err_, HasSubstr("/nonexistent/table.safetensors"));
+  const fs::path odd = fs::temp_directory_path() / ("engram_plugin_test_odd_" + std::to_string(::getpid()) + ".bin");
+  std::ofstream(odd) << std::string(100, 'x');
+  EXPECT_EQ(packed(odd.c_str(), 256, err_, sizeof err_), nullptr);
+  EXPECT_THAT(err_, HasSubstr(odd.string()));
+  fs::remove(odd);
+}
+
+// §STO.7: the ranks' partials, then the library's all_reduce, give the vector rows
+// (including the -0 -> +0 of NegZeroAllReduce).
+TEST_F(Abi, RowShardAndReduceGiveTheVectorRows) {
+  auto create = ABI(engram_table_synthetic);
+  auto shard = ABI(engram_table_row_shard_lookup);
+  auto reduce = ABI(engram_shard_reduce);
+  auto destroy = ABI(engram_table_destroy);
+  int checked = 0;
+  for (int world : {1, 2, 7}) {
+    for (const json& g : Suite("tp_shard")["testGroups"]) {
+      if (g["type"] != "RowShardTest" || g["world"] != world) continue;
+      const json& tb = g["table"];
+      engram_table* table = create(tb["seed"], tb["rows"], tb["headDim"], 0, err_, sizeof err_);
+      ASSERT_NE(table, nullptr) << err_;
+      for (const json& t : g["tests"]) {
+        const auto ids = t["rowIds"].get<std::vector<int64_t>>();
+        const size_t count = ids.size() * 256;
+        std::vector<uint16_t> partials(static_cast<size_t>(world) * count), out(count);
+        int rc = 0;
+        for (int r = 0; r < world && rc == 0; ++r) {
+          rc = shard(table, r, world, ids.data(), ids.size(), partials.data() + static_cast<size_t>(r) * count, count, err_,
+                     sizeof err_);
+        }
+        if (!Valid(t)) {
+          EXPECT_NE(rc, 0) << "world " << world << ": row id outside the table accepted";
+          EXPECT_THAT(err_, HasSubstr(std::to_string(ids.back())));
+          continue;
+        }
+        ASSERT_EQ(rc, 0) << err_;
+        ASSERT_EQ(reduce(partials.data(), world, count, out.data(), err_, sizeof err_), 0) << err_;
+        EXPECT_EQ(out, Bf16Rows(t["rows"])) << "world " << world << " tcId " << t["tcId"];
+        ++checked;
+      }
+      destroy(table);
+    }
+  }
+  EXPECT_GE(checked, 6);
+  engram_table* table = create(1, 1000, 256, 0, err_, sizeof err_);
+  ASSERT_NE(table, nullptr) << err_;
+  const int64_t id = 5;
+  std::vector<uint16_t> out(256);
+  EXPECT_NE(shard(table, 2, 2, &id, 1, out.data(), out.size(), err_, sizeof err_), 0);
+  EXPECT_THAT(err_, HasSubstr("rank"));
+  EXPECT_NE(shard(table, 0, 0, &id, 1, out.data(), out.size(), err_, sizeof err_), 0);
+  EXPECT_THAT(err_, HasSubstr("world"));
+  EXPECT_NE(reduce(out.data(), 0, 1, out.data(), err_, sizeof err_), 0);
+  EXPECT_THAT(err_, HasSubstr("world"));
+  destroy(table);
+}
+
+// §STO.8: world 7 has a rank with no columns (written = 0).
+TEST_F(Abi, HeadShardGatherGivesTheVectorRows) {
+  auto create = ABI(engram_table_synthetic);
+  auto head = ABI(engram_table_head_shard_lookup);
+  auto destroy = ABI(engram_table_destroy);
+  const Case c = Find("tp_shard", "HeadShardTest", [](const json& g, const json&) { return g["world"] == 7; });
+  const json& tb = c.group->at("table");
+  const int world = c.group->at("world"), columns = c.group->at("columns");
+  engram_table* table = create(tb["seed"], tb["rows"], tb["headDim"], 0, err_, sizeof err_);
+  ASSERT_NE(table, nullptr) << err_;
+  const auto ids = c.test->at("rowIds").get<std::vector<int64_t>>();
+  std::vector<uint16_t> gathered;
+  for (int r = 0; r < world; ++r) {
+    std::vector<uint16_t> part(ids.size() * 256);
+    size_t written = 99;
+    ASSERT_EQ(head(table, r, world, columns, ids.data(), ids.size(), part.data(), part.size(), &written, err_, sizeof err_), 0)
+        << err_;
+    const json& range = c.group->at("headRanges")[static_cast<size_t>(r)];
+    EXPECT_EQ(written, (range[1].get<size_t>() - range[0].get<size_t>()) * 256) << "rank " << r;
+    gathered.insert(gathered.end(), part.begin(), part.begin() + static_cast<std::ptrdiff_t>(written));  // one position
+  }
+  EXPECT_EQ(gathered, Bf16Rows(c.test->at("rows")));
+  destroy(table);
+}
+
+// §STO.10
+TEST_F(Abi, FloatTableLookupGivesTheVectorRows) {
+  auto lookup = ABI(engram_float_table_lookup);
+  const Case c = Find("table_lookup", "FloatLookupTest", AnyValid);
+  const json& tb = c.group->at("table");
+  const auto ids = c.test->at("rowIds").get<std::vector<int64_t>>();
+  const size_t w = tb["width"];
+  std::vector<float> out(ids.size() * w);
+  ASSERT_EQ(lookup(tb["seed"], tb["rows"], tb["width"], ids.data(), ids.size(), out.data(), out.size(), err_, sizeof err_), 0)
+      << err_;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::string hex;
+    for (size_t j = 0; j < w; ++j) {
+      uint32_t u;
+      std::memcpy(&u, &out[i * w + j], 4);
+      char buf[9];
+      std::snprintf(buf, sizeof buf, "%08x", u);
+      hex += buf;
+    }
+    EXPECT_EQ(hex, c.test->at("rows")[i].get<std::string>()) << "row id " << ids[i];
+  }
+  const Case bad = Find("table_lookup", "FloatLookupTest", AnyInvalid);
+  const auto bad_ids = bad.test->at("rowIds").get<std::vector<int64_t>>();
+  EXPECT_NE(lookup(tb["seed"], tb["rows"], tb["width"], bad_ids.data(), bad_ids.size(), out.data(), out.size(), err_,
+                   sizeof err_),
+            0);
+  EXPECT_THAT(err_, HasSubstr(std::to_string(bad_ids.back())));
+}
+
+// §TOK.1–§TOK.4
+TEST_F(Abi, TokenMapGivesTheVectorMap) {
+  auto build = ABI(engram_token_map_build);
+  auto destroy = ABI(engram_token_map_destroy);
+  auto tokens = ABI(engram_token_map_tokens);
+  auto size = ABI(engram_token_map_compressed_size);
+  auto ids = ABI(engram_token_map_ids);
+  auto check = ABI(engram_token_map_check);
+  auto key = ABI(engram_token_map_key);
+  const Case c = Find("token_map", "TokenMapTest", [](const json&, const json& t) { return Valid(t) && t.contains("padId"); });
+  const std::string text = c.group->at("tokenizerJson");
+  engram_token_map* m = build(text.data(), text.size(), err_, sizeof err_);
+  ASSERT_NE(m, nullptr) << err_;
+  EXPECT_EQ(tokens(m), c.test->at("tokens").get<int64_t>());
+  EXPECT_EQ(size(m), c.test->at("compressedSize").get<int64_t>());
+  std::vector<int64_t> map(static_cast<size_t>(tokens(m)));
+  ids(m, map.data());
+  EXPECT_EQ(map, c.test->at("map").get<std::vector<int64_t>>());
+  int64_t pad = -7;
+  ASSERT_EQ(check(m, c.test->at("padId"), -1, &pad, err_, sizeof err_), 0) << err_;
+  EXPECT_EQ(pad, c.test->at("compressedPad").get<int64_t>());
+  // The per-id intermediate of the vectors.
+  const json& inter = c.test->at("intermediate");
+  for (size_t i = 0; i < inter.size(); ++i) {
+    engram_token_key_t k{};
+    ASSERT_EQ(key(m, static_cast<int64_t>(i), &k), 0);
+    EXPECT_EQ(std::string(k.token, k.token_len), inter[i]["token"].get<std::string>()) << i;
+    EXPECT_EQ(std::string(k.text, k.text_len), inter[i]["text"].get<std::string>()) << i;
+    EXPECT_EQ(std::string(k.key, k.key_len), inter[i]["key"].get<std::string>()) << i;
+    EXPECT_EQ(std::string(k.key_kind), inter[i]["keyKind"].get<std::string>()) << i;
+    EXPECT_EQ(k.added != 0, inter[i]["added"].get<bool>()) << i;
+  }
+  engram_token_key_t k{};
+  EXPECT_NE(key(m, tokens(m), &k), 0);
+  // A configuration whose size is not V, and a pad id outside the map, are refused naming the key.
+  EXPECT_NE(check(m, c.test->at("padId"), size(m) - 1, &pad, err_, sizeof err_), 0);
+  EXPECT_THAT(err_, HasSubstr("engram_compressed_vocab_size"));
+  EXPECT_NE(check(m, tokens(m), -1, &pad, err_, sizeof err_), 0);
+  EXPECT_THAT(err_, HasSubstr("pad id"));
+  destroy(m);
+  // Every tokenizer the vectors mark invalid without a configuration is refused by the builder.
+  int refused = 0;
+  for (const json& g : Suite("token_map")["testGroups"]) {
+    for (const json& t : g["tests"]) {
+      if (Valid(t) || t.contains("padId") || t.contains("engramCompressedVocabSize")) continue;
+      const std::string bad = g["tokenizerJson"];
+      EXPECT_EQ(build(bad.data(), bad.size(), err_, sizeof err_), nullptr) << g["comment"];
+      EXPECT_THAT(err_, HasSubstr("tokenizer.json")) << g["comment"];
+      ++refused;
+    }
+  }
+  EXPECT_GE(refused, 10);
+}
+
+// §FUS.4, §FUS.6: the gate function at every dot of both suites.
+TEST_F(Abi, GateFunctionGivesTheVectorGates) {
+  auto gate = ABI(engram_gate);
+  int checked = 0;
+  for (const char* suite : {"gate_v41", "gate_demo"}) {
+    for (const json& g : Suite(suite)["testGroups"]) {
+      if (g["type"] != "GateFunctionTest") continue;
+      const std::string profile = g["profile"];
+      for (const json& t : g["tests"]) {
+        double y = 0;
+        ASSERT_EQ(gate(profile.c_str(), engram::ParseFloat(t["dot"], "dot"), &y, err_, sizeof err_), 0) << err_;
+        ExpectMirrorOrReference({y}, t["gate"], std::string(suite) + " dot " + t["dot"].get<std::string>());
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 20);
+  double y = 0;
+  EXPECT_NE(gate("v5", 0.5, &y, err_, sizeof err_), 0);
+  EXPECT_THAT(err_, HasSubstr("profile"));
+}
+
+// §FUS.3
+TEST_F(Abi, V41GateGivesTheVectorOutputs) {
+  auto v41 = ABI(engram_v41_gate);
+  for (const json& g : Suite("gate_v41")["testGroups"]) {
+    if (g["type"] != "V41GateTest") continue;
+    const size_t dim = g["dim"], hc = g["hc"];
+    const double eps = engram::ParseFloat(g["eps"], "eps");
+    for (const json& t : g["tests"]) {
+      const auto x = t["x"].get<std::vector<uint16_t>>(), key = t["key"].get<std::vector<uint16_t>>(),
+                 value = t["value"].get<std::vector<uint16_t>>(), qw = t["qWeight"].get<std::vector<uint16_t>>(),
+                 kw = t["kWeight"].get<std::vector<uint16_t>>();
+      std::vector<double> gate(hc);
+      std::vector<uint16_t> out(hc * dim);
+      const int rc = v41(dim, hc, eps, Span(x), Span(key), Span(value), Span(qw), Span(kw), t["masked"].get<bool>() ? 1 : 0,
+                         gate.data(), out.data(), err_, sizeof err_);
+      if (!Valid(t)) {
+        EXPECT_NE(rc, 0) << t["comment"];
+        EXPECT_THAT(err_, HasSubstr("key"));  // the vector's invalid test: key one value short
+        continue;
+      }
+      ASSERT_EQ(rc, 0) << err_;
+      ExpectMirrorOrReference(gate, t["gate"], "gate");
+      ExpectFaithful(out, t["outRef64"], "out");
+      if (t["masked"].get<bool>()) {
+        for (double v : gate) EXPECT_TRUE(v == 0 && !std::signbit(v)) << "a masked gate is +0";
+      }
+    }
+  }
+}
+
+// §FUS.2
+TEST_F(Abi, WkvGivesTheVectorKv) {
+  auto bf16 = ABI(engram_wkv_bf16);
+  auto fp8 = ABI(engram_wkv_fp8);
+  int plain = 0, quantized = 0;
+  for (const json& g : Suite("gate_v41")["testGroups"]) {
+    if (g["type"] != "WkvTest") continue;
+    for (const json& t : g["tests"]) {
+      const auto e = t["e"].get<std::vector<uint16_t>>();
+      const size_t nout = t["outFeatures"];
+      std::vector<uint16_t> kv(nout);
+      int rc = 0;
+      if (t.contains("weight")) {
+        const auto w = t["weight"].get<std::vector<uint16_t>>();
+        rc = bf16(Span(e), Span(w), nout, kv.data(), err_, sizeof err_);
+        ++plain;
+      } else {
+        const auto wc = t["weightCodes"].get<std::vector<uint8_t>>(), ws = t["weightScales"].get<std::vector<uint8_t>>();
+        rc = fp8(Span(e), Span(wc), Span(ws), nout, kv.data(), err_, sizeof err_);
+        ++quantized;
+        if (!Valid(t)) {
+          EXPECT_NE(rc, 0) << "NaN activation accepted";
+          continue;
+        }
+        // Wrong lengths are refused naming the field.
+        const std::vector<uint8_t> short_codes(wc.begin(), wc.end() - 1);
+        EXPECT_NE(fp8(Span(e), Span(short_codes), Span(ws), nout, kv.data(), err_, sizeof err_), 0);
+        EXPECT_THAT(err_, HasSubstr("weightCodes"));
+        rc = fp8(Span(e), Span(wc), Span(ws), nout, kv.data(), err_, sizeof err_);
+      }
+      ASSERT_EQ(rc, 0) << err_;
+      ExpectFaithful(kv, t["kvRef64"], "kv");
+    }
+  }
+  EXPECT_GE(plain, 1);
+  EXPECT_GE(quantized, 2);
+  const std::vector<uint16_t> e(4, 0), w(7, 0);
+  std::vector<uint16_t> kv(2);
+  EXPECT_NE(bf16(Span(e), Span(w), 2, kv.data(), err_, sizeof err_), 0);
+  EXPECT_THAT(err_, HasSubstr("weight"));
+}
+
+// The demo parameters of a group, as the ABI takes them.
+struct Demo {
+  std::vector<double> kw, kb, n1, n2, vw, vb, cn, cw;
+  engram_demo_params_t p{};
+  explicit Demo(const json& g)
+      : kw(Floats(g["keyWeight"])), kb(Floats(g["keyBias"])), n1(Floats(g["norm1Weight"])), n2(Floats(g["norm2Weight"])),
+        vw(Floats(g["valueWeight"])), vb(Floats(g["valueBias"])), cn(Floats(g["convNormWeight"])), cw(Floats(g["convWeight"])) {
+    p = {g["hc"], g["hidden"], g["in"], g["kernel"], g["dilation"], Span(kw), Span(kb), Span(n1), Span(n2), Span(vw), Span(vb),
+         Span(cn), Span(cw)};
+  }
+};
+
+// §FUS.5, §FUS.6
+TEST_F(Abi, DemoGateGivesTheVectorOutputs) {
+  auto demo = ABI(engram_demo_gate);
+  const Case c = Find("gate_demo", "DemoGateTest", AnyValid);
+  const Demo q(*c.group);
+  int checked = 0;
+  for (const json& t : c.group->at("tests")) {
+    const std::vector<double> e = Floats(t["e"]), hidden = Floats(t["hidden"]);
+    std::vector<double> gate(q.p.hc), value(q.p.hc * q.p.hidden);
+    const int rc = demo(&q.p, Span(e), Span(hidden), gate.data(), value.data(), err_, sizeof err_);
+    if (!Valid(t)) {
+      EXPECT_NE(rc, 0);
+      EXPECT_THAT(err_, HasSubstr("e [in]"));  // the vector's invalid test: e one value short
+      continue;
+    }
+    ASSERT_EQ(rc, 0) << err_;
+    ExpectMirrorOrReference(gate, t["gate"], "gate");
+    ExpectMirrorOrReference(value, t["value"], "value");
+    ++checked;
+  }
+  EXPECT_GE(checked, 4);
+  engram_demo_params_t broken = q.p;
+  broken.conv_weight.len -= 1;
+  const std::vector<double> e = Floats(c.test->at("e")), hidden = Floats(c.test->at("hidden"));
+  std::vector<double> gate(q.p.hc), value(q.p.hc * q.p.hidden);
+  EXPECT_NE(demo(&broken, Span(e), Span(hidden), gate.data(), value.data(), err_, sizeof err_), 0);
+  EXPECT_THAT(err_, HasSubstr("conv_w"));
+}
+
+// §FUS.7
+TEST_F(Abi, ShortConvGivesTheVectorOutputs) {
+  auto conv = ABI(engram_short_conv);
+  const Case c = Find("short_conv_demo", "ShortConvTest", AnyValid);
+  const Demo q(*c.group);
+  for (const json& t : c.group->at("tests")) {
+    const size_t steps = t["steps"];
+    const std::vector<double> value = Floats(t["value"]);
+    std::vector<double> output(steps * q.p.hc * q.p.hidden);
+    const int rc = conv(&q.p, steps, Span(value), output.data(), err_, sizeof err_);
+    if (!Valid(t)) {
+      EXPECT_NE(rc, 0);
+      EXPECT_THAT(err_, HasSubstr("value"));
+      continue;
+    }
+    ASSERT_EQ(rc, 0) << err_;
+    ExpectMirrorOrReference(output, t["output"], "output");
+  }
+}
+
+// §FUS.10: ids -> rows -> table -> fusion, through a layout of the ABI.
+TEST_F(Abi, ForwardGivesTheVectorOutputs) {
+  auto layout_create = ABI(engram_layout_create);
+  auto layout_destroy = ABI(engram_layout_destroy);
+  auto v41 = ABI(engram_forward_v41);
+  auto demo = ABI(engram_forward_demo);
+  for (const json& g : Suite("engram_forward")["testGroups"]) {
+    const std::string profile = g["profile"];
+    engram_layout* layout = layout_create(g["config"].dump().c_str(), profile.c_str(), g["compressedVocabSize"],
+                                          g["compressedPad"], err_, sizeof err_);
+    ASSERT_NE(layout, nullptr) << err_;
+    for (const json& t : g["tests"]) {
+      const auto ids = t["ids"].get<std::vector<int64_t>>();
+      if (profile == "v4.1") {
+        const auto x = t["x"].get<std::vector<uint16_t>>(), qw = g["qWeight"].get<std::vector<uint16_t>>(),
+                   kw = g["kWeight"].get<std::vector<uint16_t>>();
+        const auto wc = g["wkvWeightCodes"].get<std::vector<uint8_t>>(), ws = g["wkvWeightScales"].get<std::vector<uint8_t>>();
+        const engram_v41_fusion_params_t p{Span(qw), Span(kw), Span(wc), Span(ws)};
+        std::vector<uint16_t> out(x.size());
+        std::vector<double> gate(x.size());
+        size_t count = 0;
+        ASSERT_EQ(v41(layout, g["tableSeed"], &p, ids.data(), ids.size(), Span(x), out.data(), gate.data(), gate.size(),
+                      &count, err_, sizeof err_),
+                  0)
+            << err_;
+        gate.resize(count);
+        ExpectFaithful(out, t["outRef64"], "out");
+        ExpectMirrorOrReference(gate, t["gate"], "gate");
+        // Error paths: x one value short; a demo forward on a v4.1 layout.
+        const std::vector<uint16_t> short_x(x.begin(), x.end() - 1);
+        EXPECT_NE(v41(layout, g["tableSeed"], &p, ids.data(), ids.size(), Span(short_x), out.data(), gate.data(), x.size(),
+                      &count, err_, sizeof err_),
+                  0);
+        EXPECT_THAT(err_, HasSubstr("x [n][hc][dim]"));
+        engram_demo_params_t none{};
+        std::vector<double> o(1);
+        EXPECT_NE(demo(layout, 1, &none, ids.data(), ids.size(), engram_f64_span_t{o.data(), 0}, o.data(), o.data(), o.data(),
+                       err_, sizeof err_),
+                  0);
+        EXPECT_THAT(err_, HasSubstr("not a demo-v1"));
+      } else {
+        const Demo q(g);
+        const std::vector<double> hidden = Floats(t["hidden"]);
+        const size_t per = ids.size() * q.p.hc * q.p.hidden;
+        std::vector<double> output(per), after(per), gate(ids.size() * q.p.hc);
+        ASSERT_EQ(demo(layout, g["tableSeed"], &q.p, ids.data(), ids.size(), Span(hidden), output.data(), after.data(),
+                       gate.data(), err_, sizeof err_),
+                  0)
+            << err_;
+        ExpectMirrorOrReference(output, t["output"], "output");
+        ExpectMirrorOrReference(after, t["hiddenAfter"], "hiddenAfter");
+        ExpectMirrorOrReference(gate, t["gate"], "gate");
+      }
+    }
+    layout_destroy(layout);
+  }
+}
+
+// ---------------------------------------------------------------- `engram conform --lib` over every suite
+
+struct ConformRun {
+  int exit_code;
+  std::string out;
+  json report;
+};
+
+ConformRun Conform(const std::string& lib, const std::string& env = "") {
+  const fs::path dir = fs::temp_directory_path() / ("engram_plugin_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path out = dir / "out.txt", report = dir / "report.json";
+  fs::remove(report);
+  const std::string cmd = env + " " + ENGRAM_CLI + " conform --vectors " + kVectors + " --lib " + lib +
+                          " --accumulate-max 100000 --report-json " + report.string() + " >" + out.string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  ConformRun r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(out), json()};
+  if (fs::exists(report)) r.report = json::parse(Slurp(report));
+  return r;
+}
+
+std::set<std::string> VectorSuites() {
+  std::set<std::string> out;
+  for (const auto& e : fs::directory_iterator(kVectors + "/v1")) out.insert(e.path().stem().string());
+  return out;
+}
+
+// Every test of every suite passes through the C ABI, in both precisions the
+// plug-in can answer with (§FUS.8): the float32 mirror and the float64 reference.
+// The only skips are the accumulated vectors above --accumulate-max (N = 10^7:
+// minutes of hashing; the accumulated suite's own tests cover them).
+class ConformLib : public testing::TestWithParam<std::string> {};
+
+TEST_P(ConformLib, ReferencePluginPassesEverySuite) {
+  const ConformRun r = Conform(ENGRAM_PLUGIN, GetParam());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("conformance: OK"));
+  ASSERT_TRUE(r.report.contains("results")) << r.out;
+  std::map<std::string, int> passed;
+  int skipped = 0;
+  for (const json& t : r.report["results"]) {
+    const std::string suite = t["suite"];
+    if (t["status"] == "pass") {
+      ++passed[suite];
+    } else if (t["status"] == "skipped" && suite == "accumulated") {
+      EXPECT_THAT(t["detail"].get<std::string>(), HasSubstr("exceeds --accumulate-max")) << t.dump();
+      ++skipped;
+    } else {
+      ADD_FAILURE() << t.dump();
+    }
+  }
+  for (const std::string& s : VectorSuites()) {
+    const json doc = Suite(s);
+    int n = 0;
+    for (const json& g : doc["testGroups"]) n += static_cast<int>(g["tests"].size());
+    EXPECT_EQ(passed[s] + (s == "accumulated" ? skipped : 0), n) << s << ": every test passes";
+  }
+  EXPECT_GE(passed["contract"], 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, ConformLib, testing::Values("", "ENGRAM_REFERENCE_PRECISION=float64"),
+                         [](const testing::TestParamInfo<std::string>& i) { return i.param.empty() ? "float32" : "float64"; });
+
+// A library that exports none of the entry points (a C99 library claiming every
+// suite) loads; each of its tests is `skipped` (unsupported), none fails or crashes.
+TEST(ConformLibMinimal, MissingEntryPointsAreSkippedNotFailures) {
+  const ConformRun r = Conform(ENGRAM_MINIMAL_PLUGIN);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("\"minimal-c99\""));
+  ASSERT_TRUE(r.report.contains("results")) << r.out;
+  std::set<std::string> suites;
+  for (const json& t : r.report["results"]) {
+    EXPECT_EQ(t["status"], "skipped") << t.dump();
+    suites.insert(t["suite"].get<std::string>());
+    if (t["suite"] != "contract" && t["suite"] != "accumulated") {
+      EXPECT_THAT(t["detail"].get<std::string>(), HasSubstr("unsupported")) << t.dump();
+    }
+  }
+  for (const std::string& s : VectorSuites()) EXPECT_TRUE(suites.count(s)) << s;
+  // The host names the entry point that is missing.
+  bool named = false;
+  for (const json& t : r.report["results"]) {
+    if (t["suite"] == "table_lookup" && t["detail"].get<std::string>().find("engram_table_synthetic") != std::string::npos) named = true;
+  }
+  EXPECT_TRUE(named);
+}
+
+// ---------------------------------------------------------------- §CONF.1 / §FUS.9 comparison rules
+
+ojson OGroup(const json& g) {
+  ojson o = ojson::parse(g.dump());
+  o.erase("tests");
+  return o;
+}
+
+engram::conform::SplitTest Split(const std::string& type, const json& t) {
+  return engram::conform::SplitOrdered(type, ojson::parse(t.dump()));
+}
+
+// fp8_decode's `value` is informative: not sent, not required, not compared.
+TEST(CompareRules, Fp8ValueIsInformative) {
+  const Case c = Find("fp8_decode", "E4M3DecodeTest", [](const json&, const json& t) { return t["code"] == 0x38; });
+  const auto s = Split("E4M3DecodeTest", *c.test);
+  EXPECT_FALSE(s.expected.contains("value"));
+  EXPECT_FALSE(s.inputs.contains("value"));
+  EXPECT_EQ(engram::conform::CompareOrdered("E4M3DecodeTest", OGroup(*c.group), s.expected, ojson{{"f32Bits", "3f800000"}}), "");
+  // Even a wrong `value` sent back is not compared.
+  EXPECT_EQ(engram::conform::CompareOrdered("E4M3DecodeTest", s.expected, ojson{{"f32Bits", "3f800000"}, {"value", "2"}}), "");
+  EXPECT_EQ(engram::conform::CompareOrdered("E4M3DecodeTest", s.expected, ojson{{"f32Bits", "40000000"}}),
+            "f32Bits element 0: expected 3f800000, got 40000000");
+}
+
+// §STO.9: any NaN matches any NaN in hex-encoded rows; -0 is not +0.
+TEST(CompareRules, HexRowsMatchNaNWithAnyNaN) {
+  const Case c = Find("fp8_decode", "ElementDecodeTest", [](const json&, const json& t) { return t["scale"] == 127; });
+  const auto s = Split("ElementDecodeTest", *c.test);
+  std::string bf16 = c.test->at("bf16");
+  ASSERT_EQ(bf16.substr(0x7F * 4, 4), "7fc0");  // code 0x7F is NaN
+  std::string other_nan = bf16;
+  other_nan.replace(0x7F * 4, 4, "7fff");
+  EXPECT_EQ(engram::conform::CompareOrdered("ElementDecodeTest", s.expected, ojson{{"bf16", other_nan}}), "");
+  std::string neg_zero = bf16;
+  ASSERT_EQ(bf16.substr(0, 4), "0000");
+  neg_zero.replace(0, 4, "8000");
+  EXPECT_EQ(engram::conform::CompareOrdered("ElementDecodeTest", s.expected, ojson{{"bf16", neg_zero}}),
+            "bf16 element 0: expected 0000, got 8000");
+}
+
+// §FUS.9 gate tolerance: the float64 reference passes; an error of 2^-10 does not; the
+// vector's own {float64, float32} form is accepted; outRef64 is not an output.
+TEST(CompareRules, FloatOutputsUseTheGroupTolerance) {
+  const Case c = Find("gate_v41", "V41GateTest", [](const json&, const json& t) { return Valid(t) && !t["masked"].get<bool>(); });
+  const ojson g = OGroup(*c.group);
+  const auto s = Split("V41GateTest", *c.test);
+  ojson actual = {{"gate", ojson::parse(c.test->at("gate")["float64"].dump())}, {"out", ojson::parse(c.test->at("out").dump())}};
+  EXPECT_EQ(engram::conform::CompareOrdered("V41GateTest", g, s.expected, actual), "");
+  actual["gate"] = ojson::parse(c.test->at("gate").dump());
+  EXPECT_EQ(engram::conform::CompareOrdered("V41GateTest", g, s.expected, actual), "");
+  actual["gate"] = ojson::parse(c.test->at("gate")["float64"].dump());
+  const double g1 = engram::ParseFloat(actual["gate"][1].get<std::string>(), "gate");
+  actual["gate"][1] = engram::FloatHex(g1 + std::ldexp(1.0, -10));
+  EXPECT_THAT(engram::conform::CompareOrdered("V41GateTest", g, s.expected, actual), HasSubstr("gate[1]: got"));
+  // Without the group (no tolerance) the same answer is compared exactly and fails.
+  actual["gate"] = ojson::parse(c.test->at("gate")["float64"].dump());
+  EXPECT_NE(engram::conform::CompareOrdered("V41GateTest", s.expected, actual), "");
+}
+
+// §FUS.9 faithfulBf16: either bf16 neighbour of the float64 reference passes, the next one does not.
+TEST(CompareRules, Bf16OutputsMustBeFaithful) {
+  const Case c = Find("gate_v41", "WkvTest", AnyValid);
+  const ojson g = OGroup(*c.group);
+  const auto s = Split("WkvTest", *c.test);
+  const std::vector<double> ref = Floats(c.test->at("kvRef64"));
+  std::vector<uint16_t> kv = c.test->at("kv").get<std::vector<uint16_t>>();
+  EXPECT_EQ(engram::conform::CompareOrdered("WkvTest", g, s.expected, ojson{{"kv", kv}}), "");
+  // An element whose reference is not a bf16 value: the mirror's bits are one
+  // bracket end, the other end also passes, the next value beyond it does not.
+  size_t i = 0;
+  while (i < ref.size() && (ref[i] == 0 || engram::Bf16Value(engram::ToBf16(ref[i])) == ref[i])) ++i;
+  ASSERT_LT(i, ref.size());
+  // One bf16 step towards +inf / -inf (bit patterns are sign-magnitude).
+  auto up = [](uint16_t b) { return static_cast<uint16_t>((b & 0x8000) ? b - 1 : b + 1); };
+  auto down = [](uint16_t b) { return static_cast<uint16_t>((b & 0x8000) ? b + 1 : b - 1); };
+  const bool below = engram::Bf16Value(kv[i]) < ref[i];
+  const uint16_t other = below ? up(kv[i]) : down(kv[i]);
+  ASSERT_EQ(engram::Bf16Value(other) < ref[i], !below);
+  kv[i] = other;
+  EXPECT_EQ(engram::conform::CompareOrdered("WkvTest", g, s.expected, ojson{{"kv", kv}}), "") << "the other neighbour";
+  kv[i] = below ? up(other) : down(other);
+  EXPECT_THAT(engram::conform::CompareOrdered("WkvTest", g, s.expected, ojson{{"kv", kv}}),
+              HasSubstr("kv[" + std::to_string(i) + "]: got bf16"));
+}
+
+// §FUS.9: a masked position's gate must be exactly +0 (not merely close).
+TEST(CompareRules, MaskedGateMustBePlusZero) {
+  const Case c = Find("gate_v41", "V41GateTest", [](const json&, const json& t) { return Valid(t) && t["masked"].get<bool>(); });
+  const ojson g = OGroup(*c.group);
+  const auto s = Split("V41GateTest", *c.test);
+  ojson actual = {{"gate", ojson::parse(c.test->at("gate")["float64"].dump())}, {"out", ojson::parse(c.test->at("out").dump())}};
+  EXPECT_EQ(engram::conform::CompareOrdered("V41GateTest", g, s.expected, actual), "");
+  actual["gate"][0] = "0x1.0p-40";
+  EXPECT_THAT(engram::conform::CompareOrdered("V41GateTest", g, s.expected, actual), HasSubstr("must be +0"));
+  actual["gate"][0] = "-0x0.0p+0";
+  EXPECT_THAT(engram::conform::CompareOrdered("V41GateTest", g, s.expected, actual), HasSubstr("must be +0"));
+}
+
+// maxAbsVector: the error allowed scales with the largest value of the element's (position, stream) vector.
+TEST(CompareRules, ShortConvToleranceScalesPerVector) {
+  const Case c = Find("short_conv_demo", "ShortConvTest", AnyValid);
+  const ojson g = OGroup(*c.group);
+  const auto s = Split("ShortConvTest", *c.test);
+  ojson y = ojson::parse(c.test->at("output")["float64"].dump());
+  const std::vector<double> r = Floats(c.test->at("output")["float64"]), m = Floats(c.test->at("output")["float32"]);
+  const size_t hidden = c.group->at("hidden");
+  double max_abs = 0;
+  for (size_t j = 0; j < hidden; ++j) max_abs = std::max(max_abs, std::fabs(r[j]));
+  const double allowed = 2 * std::fabs(m[0] - r[0]) + std::ldexp(1.0, -17) * max_abs;
+  y[0] = engram::FloatHex(r[0] + 0.5 * allowed);
+  EXPECT_EQ(engram::conform::CompareOrdered("ShortConvTest", g, s.expected, ojson{{"output", y}}), "");
+  y[0] = engram::FloatHex(r[0] + 2 * allowed);
+  EXPECT_THAT(engram::conform::CompareOrdered("ShortConvTest", g, s.expected, ojson{{"output", y}}), HasSubstr("output[0]"));
+}
+
+}  // namespace
