@@ -12,8 +12,13 @@
 #     cuda_tests + engram_cuda_bench with -j16 (skipped with --prebuilt);
 #  3. cuda_tests: the device properties (Device.*) and the host launcher;
 #  4. compute-sanitizer memcheck over a short device subset, when installed;
-#  5. engram_cuda_bench (JSON), and cuda/bench_torch.py when PyTorch imports.
+#  5. `engram conform --vectors vectors --lib libengram_cuda_plugin.so` with
+#     ENGRAM_CUDA_PLUGIN_BACKEND=device: every vector of the suites the CUDA
+#     plug-in claims, on the GPU (builds `engram` and the plug-in first unless
+#     --prebuilt; a prebuilt tree must hold them);
+#  6. engram_cuda_bench (JSON), and cuda/bench_torch.py when PyTorch imports.
 # Outputs go to $OUT when set (else build-dir/device-checks): logs, gtest XML,
+# conform_device.json (the runner's --report-json), conform_device.xml (JUnit),
 # bench.json, bench_torch.json, failcases/ (vector-style JSON of failing cases),
 # summary.json. Exit status: non-zero when a test step failed.
 set -uo pipefail
@@ -64,6 +69,13 @@ if ((prebuilt == 0)); then
     status[build]="configure failed (see configure.log)"
   fi
   log "build: ${status[build]} ($(($(date +%s) - start)) s)"
+  log "build engram engram_cuda_plugin (for step 5)"
+  if timeout 180 cmake --build "$build" -j16 --target engram engram_cuda_plugin >"$out/build_conform.log" 2>&1; then
+    status[conform_build]=ok
+  else
+    status[conform_build]="failed (see build_conform.log)"
+  fi
+  log "build for conform: ${status[conform_build]} ($(($(date +%s) - start)) s)"
 fi
 
 tests="$build/cuda/cuda_tests"
@@ -104,7 +116,26 @@ else
   log "memcheck: ${status[memcheck]}"
 fi
 
-# 5. Benchmarks.
+# 5. The CUDA plug-in through the conformance runner, on the device (spec §CONF.3).
+cli="$build/conformance/engram"
+plugin="$build/cuda/libengram_cuda_plugin.so"
+if [ -x "$cli" ] && [ -f "$plugin" ]; then
+  log "engram conform --lib libengram_cuda_plugin.so (device backend)"
+  if ENGRAM_CUDA_PLUGIN_BACKEND=device timeout 150 "$cli" conform --vectors "$root/vectors" --lib "$plugin" \
+       --report-json "$out/conform_device.json" --junit "$out/conform_device.xml" >"$out/conform_device.log" 2>&1; then
+    status[conform]=ok
+    # Without a GPU the plug-in claims nothing and every vector is skipped: not a device check.
+    grep -q "nothing claimed" "$out/conform_device.log" && status[conform]="skipped: the plug-in found no device (see conform_device.log)"
+  else
+    status[conform]="failed (rc $?; see conform_device.log)"
+  fi
+  tail -25 "$out/conform_device.log" >&2
+else
+  status[conform]="not built ($cli, $plugin)"
+fi
+log "conform: ${status[conform]} ($(($(date +%s) - start)) s)"
+
+# 6. Benchmarks.
 if [ -x "$bench" ]; then
   log "engram_cuda_bench"
   if timeout 150 "$bench" >"$out/bench.json" 2>"$out/bench.err"; then status[bench]=ok; else status[bench]="failed (rc $?; see bench.err)"; fi
@@ -128,7 +159,7 @@ fi
   echo "{"
   echo "  \"seconds\": $(($(date +%s) - start)),"
   first=1
-  for k in setup build tests memcheck bench torch; do
+  for k in setup build conform_build tests memcheck conform bench torch; do
     [ -n "${status[$k]+x}" ] || continue
     ((first)) || echo ","
     first=0
@@ -138,4 +169,5 @@ fi
   echo "}"
 } >"$out/summary.json"
 cat "$out/summary.json" >&2
-[[ "${status[tests]:-}" == ok* ]] && [[ "${status[build]:-ok}" == ok ]]
+[[ "${status[tests]:-}" == ok* ]] && [[ "${status[build]:-ok}" == ok ]] && [[ "${status[conform_build]:-ok}" == ok ]] && \
+  [[ "${status[conform]:-}" != failed* ]]
