@@ -45,6 +45,12 @@ put("safetensors", "small.safetensors", len(header).to_bytes(8, "little") + head
 put("safetensors", "packed.bin", bytes(264 * 2))
 for i, t in enumerate(json.loads((v / "hash_v41.json").read_text())["testGroups"][1]["tests"][:8]):
     put("protocol", f"t{i}.json", json.dumps(t))
+# Float outputs with the group's tolerance (§FUS.9): a few tests of each fusion suite, group attached.
+for name in ("gate_v41", "gate_demo", "short_conv_demo", "fp8_decode", "table_lookup"):
+    for gi, g in enumerate(json.loads((v / f"{name}.json").read_text())["testGroups"][:3]):
+        group = {k: x for k, x in g.items() if k != "tests"}
+        for ti, t in enumerate(g["tests"][:3]):
+            put("protocol", f"{name}_{gi}_{ti}.json", json.dumps(dict(t, group=group)))
 PY
 # Inputs that once crashed a target stay in its corpus (conformance/fuzz/regressions/<target>/).
 for t in "${targets[@]}"; do

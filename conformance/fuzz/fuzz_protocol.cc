@@ -10,7 +10,11 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const nlohmann::ordered_json doc = nlohmann::ordered_json::parse(data, data + size, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) return 0;
-  for (const char* type : {"HashTest", "HashStateTest", "HashHandoffTest", "LayoutTest"}) {
+  // The input is a test, optionally with a "group" key (tolerances of §FUS.9 live in groups).
+  const nlohmann::ordered_json group =
+      doc.contains("group") && doc["group"].is_object() ? doc["group"] : nlohmann::ordered_json::object();
+  for (const char* type : {"HashTest", "HashStateTest", "HashHandoffTest", "LayoutTest", "E4M3DecodeTest",
+                           "SyntheticLookupTest", "GateFunctionTest", "ShortConvTest", "EngramForwardTest"}) {
     engram::conform::SplitTest s;
     try {
       s = engram::conform::SplitOrdered(type, doc);  // vectors are schema-checked; odd shapes may throw
@@ -20,6 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // An implementation's answer can be anything: comparing it must never throw.
     engram::conform::CompareOrdered(type, s.expected, doc);
     engram::conform::CompareOrdered(type, s.expected, s.inputs);
+    engram::conform::CompareOrdered(type, group, s.expected, doc);
+    engram::conform::CompareOrdered(type, group, s.expected, s.inputs);
   }
   return 0;
 }
