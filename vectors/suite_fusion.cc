@@ -697,17 +697,11 @@ ojson GenerateGateV41() {
         k[i] = ToBf16(i % 2 == 0 ? 0.5 : -0.5);
         q[i] = kw[i] = ToBf16(1.0);
       }
-      // v[0] = -2: out[0] of stream 0 is 1 - 2 * gate, which cancels to -0.0005 with copysign's gate and
-      // to 0 with sign()'s 0.5, so the output (not only the gate) tells the two apart (§FUS.9).
-      std::vector<uint16_t> v = in["value"].get<std::vector<uint16_t>>();
-      v[0] = ToBf16(-2.0);
       in["x"] = x;
       in["key"] = k;
       in["qWeight"] = q;
       in["kWeight"] = kw;
-      in["value"] = v;
-      AddTest(b, vgi, vg, ComputeV41Gate,
-              "stream 0: h orthogonal to w*key, the sum cancels exactly to +0; v[0] = -2: out[0] = 1 - 2 * gate",
+      AddTest(b, vgi, vg, ComputeV41Gate, "stream 0: h orthogonal to w*key, the sum cancels exactly to +0",
               {"ClampMin"}, {"§FUS.3", "§FUS.4"}, in);
     }
     {
@@ -782,6 +776,50 @@ ojson GenerateGateV41() {
     e[3] = 0x7FC0;
     in["e"] = e;
     AddTest(b, wgi, wg, ComputeWkv, "NaN activation: refused", {"NonFiniteActivation"}, {"§FUS.2"}, in);
+  }
+
+  // V41GateTest, added after the first vectors (appended so that no earlier
+  // tcId changes, §VEC.11): dot = +0 exactly and v[0] = -2, so out[0] of
+  // stream 0 is 1 - 2 * gate: -0.0005 with copysign's gate, 0 with sign()'s
+  // 0.5 — the output, not only the gate, tells the two apart beyond §FUS.9's
+  // tolerance.
+  for (double eps : {1e-20, 1e-6}) {
+    ojson cg = {{"type", "V41GateTest"},
+                {"comment", "post-wkv gate at an exact cancellation (dot = +0, out = 1 - 2 * gate), dim 64, hc 4, eps " +
+                                FloatHex(eps)},
+                {"profile", "v4.1"},
+                {"dim", dim},
+                {"hc", hc},
+                {"eps", Hex(eps)},
+                {"tolerance", ToleranceJson({{"rstd", Rule(2, -20, "absRef")},
+                                             {"dot", Rule(2, -18, "dotScale")},
+                                             {"gate", Rule(2, -18, "gateSlope")},
+                                             {"out", FaithfulRule()}})}};
+    size_t cgi = b.Group(cg);
+    InputRng rng(eps == 1e-20 ? 0x46555333 : 0x46555334);
+    ojson in = {{"x", RandomBf16(rng, hc * dim, 0)},
+                {"key", RandomBf16(rng, hc * dim, 1)},
+                {"value", RandomBf16(rng, dim, 0)},
+                {"qWeight", RandomBf16(rng, hc * dim, 0)},
+                {"kWeight", RandomBf16(rng, hc * dim, 0)},
+                {"masked", false}};
+    std::vector<uint16_t> x = in["x"].get<std::vector<uint16_t>>(), k = in["key"].get<std::vector<uint16_t>>(),
+                          q = in["qWeight"].get<std::vector<uint16_t>>(), kw = in["kWeight"].get<std::vector<uint16_t>>(),
+                          v = in["value"].get<std::vector<uint16_t>>();
+    for (size_t i = 0; i < dim; ++i) {  // stream 0: pairs cancel exactly, dot = +0 in every order
+      x[i] = ToBf16(1.0);
+      k[i] = ToBf16(i % 2 == 0 ? 0.5 : -0.5);
+      q[i] = kw[i] = ToBf16(1.0);
+    }
+    v[0] = ToBf16(-2.0);
+    in["x"] = x;
+    in["key"] = k;
+    in["qWeight"] = q;
+    in["kWeight"] = kw;
+    in["value"] = v;
+    AddTest(b, cgi, cg, ComputeV41Gate,
+            "stream 0: h orthogonal to w*key, dot = +0; v[0] = -2: out[0] = 1 - 2 * gate", {"ClampMin"},
+            {"§FUS.3", "§FUS.4"}, in);
   }
   return b.Finish();
 }
