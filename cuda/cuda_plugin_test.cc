@@ -54,12 +54,9 @@ constexpr int64_t kAccumulateMax = 10000000;
 // run: engram::cuda has no entry point for them (the host reports them
 // `skipped`, "unsupported: <entry point>").
 const std::set<std::string> kClaimed = {"hash_v41",   "hash_demo",    "hash_state", "accumulated",
-                                        "fp8_decode", "table_lookup", "tp_shard",   "gate_v41"};
-const std::map<std::string, std::string> kUnsupportedTypes = {
-    {"FloatLookupTest", "engram_float_table_lookup"},  // demo-v1 float tables: not in engram::cuda
-    {"GateFunctionTest", "engram_gate"},               // the gate of a given dot: no such kernel
-    {"WkvTest", "engram_wkv_"},                        // the wkv GEMM: not in engram::cuda
-};
+                                        "fp8_decode", "table_lookup", "tp_shard",   "gate_v41",
+                                        "gate_demo",  "short_conv_demo", "engram_forward"};
+const std::map<std::string, std::string> kUnsupportedTypes = {};
 
 std::string Slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

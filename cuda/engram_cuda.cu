@@ -52,6 +52,21 @@ __global__ void UpdateStateKernel(HashArgs a) {
   if (g < a.sequences) UpdateStateThread(a, static_cast<int32_t>(g));
 }
 
+__global__ void RollbackCheckKernel(HashArgs a) {
+  const int64_t g = GlobalIndex(blockIdx.x, threadIdx.x, blockDim.x);
+  if (g < a.sequences) RollbackCheckThread(a, static_cast<int32_t>(g));
+}
+
+__global__ void RollbackApplyKernel(HashArgs a) {
+  const int64_t g = GlobalIndex(blockIdx.x, threadIdx.x, blockDim.x);
+  if (g < a.sequences) RollbackApplyThread(a, static_cast<int32_t>(g));
+}
+
+__global__ void ForkKernel(HashArgs a) {
+  const int64_t g = GlobalIndex(blockIdx.x, threadIdx.x, blockDim.x);
+  if (g < a.sequences) ForkThread(a, static_cast<int32_t>(g));
+}
+
 __global__ void LookupKernel(LookupArgs a, int64_t n) {
   const int64_t g = GlobalIndex(blockIdx.x, threadIdx.x, blockDim.x);
   if (g < n) LookupThread(a, g);
@@ -178,7 +193,7 @@ void DeviceBackend::Gather(const HashArgs& a) {
 
 void DeviceBackend::Hash(const HashArgs& a) {
   Check(cudaSetDevice(device_), "cudaSetDevice");
-  const int64_t n = a.tokens * a.layers * (a.max_ngram - 1);
+  const int64_t n = a.tokens * a.layers * (a.max_ngram - 1) * a.heads;  // one thread per output value
   HashKernel<<<BlocksFor(n), kBlockThreads, 0, AsStream(stream_)>>>(a, n);
   Check(cudaGetLastError(), "launch of the hash kernel");
 }
@@ -187,6 +202,24 @@ void DeviceBackend::Update(const HashArgs& a) {
   Check(cudaSetDevice(device_), "cudaSetDevice");
   UpdateStateKernel<<<BlocksFor(a.sequences), kBlockThreads, 0, AsStream(stream_)>>>(a);
   Check(cudaGetLastError(), "launch of the state update kernel");
+}
+
+void DeviceBackend::RollbackCheck(const HashArgs& a) {
+  Check(cudaSetDevice(device_), "cudaSetDevice");
+  RollbackCheckKernel<<<BlocksFor(a.sequences), kBlockThreads, 0, AsStream(stream_)>>>(a);
+  Check(cudaGetLastError(), "launch of the rollback check kernel");
+}
+
+void DeviceBackend::RollbackApply(const HashArgs& a) {
+  Check(cudaSetDevice(device_), "cudaSetDevice");
+  RollbackApplyKernel<<<BlocksFor(a.sequences), kBlockThreads, 0, AsStream(stream_)>>>(a);
+  Check(cudaGetLastError(), "launch of the rollback kernel");
+}
+
+void DeviceBackend::Fork(const HashArgs& a) {
+  Check(cudaSetDevice(device_), "cudaSetDevice");
+  ForkKernel<<<BlocksFor(a.sequences), kBlockThreads, 0, AsStream(stream_)>>>(a);
+  Check(cudaGetLastError(), "launch of the fork kernel");
 }
 
 void DeviceBackend::Lookup(const LookupArgs& a) {

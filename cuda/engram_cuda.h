@@ -44,6 +44,11 @@ int DeviceCount();
 // "NVIDIA H200, sm_90, 139.8 GiB" or the reason there is none.
 std::string DeviceDescription(int device);
 
+// The host launcher's grid loop (host_launch.cc's EmulateGrid) over a
+// type-erased kernel function: thread(args, g) for every g in [0, n).
+// HostBackend::Run (fusion_host.cc) goes through it.
+void HostEmulateGrid(int64_t n, void (*thread)(const void* args, int64_t g), const void* args);
+
 // Host memory, kernels emulated by loops (host_launch.cc).
 class HostBackend {
  public:
@@ -60,9 +65,17 @@ class HostBackend {
   void Gather(const HashArgs& a);
   void Hash(const HashArgs& a);
   void Update(const HashArgs& a);
+  void RollbackCheck(const HashArgs& a);
+  void RollbackApply(const HashArgs& a);
+  void Fork(const HashArgs& a);
   void Lookup(const LookupArgs& a);
   void FusionGate(const FusionV41Args& a);
   void FusionUpdate(const FusionV41Args& a);
+  // Runs F(a, g) for every g in [0, n) over the kernel grid: the generic
+  // launch of the fusion kernels (cuda/fusion_kernels.h); defined and
+  // instantiated in fusion_host.cc.
+  template <class Args, void (*F)(const Args&, int64_t)>
+  void Run(const Args& a, int64_t n);
   void Sync();
   int device() const { return device_; }
   static constexpr bool kEmulated = true;
@@ -89,9 +102,16 @@ class DeviceBackend {
   void Gather(const HashArgs& a);
   void Hash(const HashArgs& a);
   void Update(const HashArgs& a);
+  void RollbackCheck(const HashArgs& a);
+  void RollbackApply(const HashArgs& a);
+  void Fork(const HashArgs& a);
   void Lookup(const LookupArgs& a);
   void FusionGate(const FusionV41Args& a);
   void FusionUpdate(const FusionV41Args& a);
+  // Launches F(a, g) for g in [0, n) on the stream (a templated __global__
+  // wrapper); defined and instantiated in fusion_cuda.cu.
+  template <class Args, void (*F)(const Args&, int64_t)>
+  void Run(const Args& a, int64_t n);
   void Sync();
   int device() const { return device_; }
   void* stream() const { return stream_; }  // a cudaStream_t
@@ -136,7 +156,9 @@ class Buffer {
 
 // The state of one slot (§HASH.5): position and the last
 // min(position, max_ngram - 1) compressed ids, oldest first (the reference's
-// HashState::position() / History()).
+// HashState::position() / History()). With a rollback capacity, GetSlot(s,
+// true) and SetSlot may carry up to `capacity` more (older) ids: the ones a
+// rollback restores (§HASH.6).
 struct SlotState {
   int64_t position = 0;
   std::vector<int64_t> history;
@@ -148,8 +170,11 @@ class Hasher {
  public:
   // `slots` states, all at position 0. With a token map the inputs are raw
   // tokenizer ids (compressed on the backend, §HASH.1); without, they are
-  // compressed ids (checked as CheckCompressedIds does).
-  Hasher(const Layout& layout, int32_t slots, const TokenMap* token_map = nullptr, int device = 0);
+  // compressed ids (checked as CheckCompressedIds does). Each slot keeps
+  // `rollback_capacity` ids beyond the max_ngram - 1 that hashing needs, so
+  // that Rollback can forget up to that many (§HASH.6), on the backend.
+  Hasher(const Layout& layout, int32_t slots, const TokenMap* token_map = nullptr, int device = 0,
+         int32_t rollback_capacity = 0);
   ~Hasher();
   Hasher(const Hasher&) = delete;
   Hasher& operator=(const Hasher&) = delete;
@@ -172,13 +197,30 @@ class Hasher {
   // Waits for the last Launch and throws if one of its ids was refused.
   void Finish();
 
-  SlotState GetSlot(int32_t slot);
+  // §HASH.6 For every entry e, rolls slot slots[e] back by counts[e] ids:
+  // afterwards it is the state after its first position - counts[e] ids.
+  // Slots distinct. Refused with engram::Error naming the entry, slot, count
+  // and what is on record when a count is negative, exceeds the position, or
+  // needs ids no longer retained (rollback capacity); then no slot changes.
+  void Rollback(std::span<const int32_t> slots, std::span<const int64_t> counts);
+  // §HASH.6 For every entry e, slot to[e] becomes a copy of slot from[e]
+  // (position and every id on record), on the backend. The targets must be
+  // distinct and none may be a source of the same call.
+  void Fork(std::span<const int32_t> from, std::span<const int32_t> to);
+
+  // The slot's position and history; with_rollback_ids: every id on record
+  // (up to max_ngram - 1 + rollback capacity), else the last min(position,
+  // max_ngram - 1).
+  SlotState GetSlot(int32_t slot, bool with_rollback_ids = false);
   // Sets a slot's state (a sequence moved here from elsewhere, §HASH.5 2, or
-  // a fork: SetSlot(b, GetSlot(a))). history: min(position, max-1) ids.
+  // a fork: SetSlot(b, GetSlot(a, true))). history: at least min(position,
+  // max-1) ids and at most min(position, max-1 + rollback capacity); the
+  // older ones are what a later Rollback can restore (§HASH.9 import).
   void SetSlot(int32_t slot, const SlotState& state);
   void ResetSlot(int32_t slot) { SetSlot(slot, SlotState{}); }
 
   int32_t slots() const { return slots_; }
+  int32_t rollback_capacity() const { return capacity_; }
   int64_t values_per_token() const { return static_cast<int64_t>(layers_) * columns_; }
   Backend& backend() { return backend_; }
 
@@ -188,8 +230,11 @@ class Hasher {
 
   Backend backend_;
   HashArgs base_;  // layout, map and state pointers; batch fields per call
-  int32_t layers_ = 0, columns_ = 0, keep_ = 0, slots_ = 0;
-  Buffer<Backend> multipliers_, columns_buf_, map_, positions_, history_, error_;
+  // Run a rollback (counts != nullptr) or fork batch over `entries` uploaded entries.
+  void SlotBatch(std::span<const int32_t> slots, std::span<const int64_t> counts, std::span<const int32_t> to);
+
+  int32_t layers_ = 0, columns_ = 0, keep_ = 0, slots_ = 0, capacity_ = 0;
+  Buffer<Backend> multipliers_, columns_buf_, map_, positions_, retained_, history_, error_;
   Buffer<Backend> compressed_, token_seq_;  // scratch, grown as needed
   int64_t token_capacity_ = 0;
   // For the host-span Append only.

@@ -347,6 +347,94 @@ void RefusalAndForkMatchReference() {
   RC_ASSERT(got == expected);
 }
 
+// §HASH.6 on the backend: random interleavings of append batches, rollback
+// batches (counts up to beyond the capacity and the position), forks and
+// exports with every retained id, on slots with a rollback capacity, against
+// reference HashStates of the same capacity: the same rows, the same states,
+// and a refused rollback batch (whenever the reference refuses one of its
+// entries) changes no slot.
+template <class Backend>
+void RollbackMatchesReference(const std::string& property) {
+  const Profile profile = DrawProfile();
+  const Layout layout = DrawLayout(profile, *rc::gen::inRange<int64_t>(1, 60));
+  const int32_t capacity = *rc::gen::inRange(0, 7);
+  const int32_t slots = *rc::gen::inRange(2, 5);
+  Hasher<Backend> hasher(layout, slots, nullptr, 0, capacity);
+  std::vector<HashState> ref(static_cast<size_t>(slots), HashState(layout, static_cast<size_t>(capacity)));
+  nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+  auto fail = [&](const std::string& why) {
+    WriteFailCase(property, {{"type", "CudaHashRollback"}, {"layout", LayoutJson(layout)}, {"slots", slots},
+                             {"rollbackCapacity", capacity}},
+                  {{"comment", why}, {"flags", {"CudaMismatch"}}, {"specRef", {"§HASH.6"}}, {"ops", ops}});
+    RC_FAIL(why);
+  };
+  auto check_states = [&] {
+    for (int32_t q = 0; q < slots; ++q) {
+      const SlotState s = hasher.GetSlot(q);
+      if (s.position != ref[static_cast<size_t>(q)].position() || s.history != ref[static_cast<size_t>(q)].History()) {
+        fail("slot " + std::to_string(q) + " differs from the reference after op " + std::to_string(ops.size()));
+      }
+    }
+  };
+  const int steps = *rc::gen::inRange(1, 16);
+  for (int step = 0; step < steps; ++step) {
+    const int kind = *rc::gen::inRange(0, 10);
+    if (kind < 4) {  // append a chunk to every slot
+      Ids lengths, flat, expected;
+      std::vector<int32_t> order = DrawPermutation(slots);
+      for (int32_t q : order) {
+        const int n = *rc::gen::inRange(0, 8);
+        Ids piece;
+        for (int i = 0; i < n; ++i) piece.push_back(DrawId(layout));
+        ref[static_cast<size_t>(q)].Append(piece, expected);
+        lengths.push_back(n);
+        flat.insert(flat.end(), piece.begin(), piece.end());
+      }
+      ops.push_back({{"append", {{"slots", order}, {"lengths", lengths}, {"ids", flat}}}});
+      if (hasher.Append(order, lengths, flat) != expected) fail("rows after op " + std::to_string(ops.size()));
+    } else if (kind < 8) {  // roll back some distinct slots
+      std::vector<int32_t> order = DrawPermutation(slots);
+      order.resize(static_cast<size_t>(*rc::gen::inRange<int32_t>(1, slots + 1)));
+      Ids counts;
+      bool refused = false;
+      std::vector<HashState> next = ref;
+      for (int32_t q : order) {
+        const int64_t k = *rc::gen::inRange<int64_t>(0, capacity + 3);
+        counts.push_back(k);
+        try {
+          next[static_cast<size_t>(q)].Rollback(static_cast<size_t>(k));
+        } catch (const Error&) {
+          refused = true;
+        }
+      }
+      ops.push_back({{"rollback", {{"slots", order}, {"counts", counts}, {"refusedByReference", refused}}}});
+      bool threw = false;
+      try {
+        hasher.Rollback(order, counts);
+      } catch (const Error& e) {
+        threw = std::string(e.what()).find("rollback: entry") != std::string::npos;
+      }
+      if (threw != refused) fail(refused ? "a rollback the reference refuses was accepted" : "a valid rollback was refused");
+      if (!refused) ref = std::move(next);
+    } else if (kind == 8) {  // fork a slot into another, on the backend
+      const int32_t from = *rc::gen::inRange(0, slots);
+      int32_t to = *rc::gen::inRange(0, slots - 1);
+      if (to >= from) ++to;
+      ops.push_back({{"fork", {{"from", from}, {"to", to}}}});
+      hasher.Fork(std::vector<int32_t>{from}, std::vector<int32_t>{to});
+      ref[static_cast<size_t>(to)] = ref[static_cast<size_t>(from)];
+    } else {  // move a slot through the host with every retained id (a disaggregated hand-off)
+      const int32_t from = *rc::gen::inRange(0, slots);
+      int32_t to = *rc::gen::inRange(0, slots - 1);
+      if (to >= from) ++to;
+      ops.push_back({{"exportImport", {{"from", from}, {"to", to}}}});
+      hasher.SetSlot(to, hasher.GetSlot(from, /*with_rollback_ids=*/true));
+      ref[static_cast<size_t>(to)] = ref[static_cast<size_t>(from)];
+    }
+    check_states();
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Lookup properties, for either backend
 // ---------------------------------------------------------------------------
@@ -583,6 +671,7 @@ RC_GTEST_PROP(HostLauncher, ModPEqualsPercent_HASH7, (uint64_t x)) {
 RC_GTEST_PROP(HostLauncher, HashBatchesMatchReference_HASH5, ()) { HashBatchesMatchReference<HostBackend>("HostHashBatches"); }
 RC_GTEST_PROP(HostLauncher, RawIdsMatchReference_HASH1, ()) { RawIdsMatchReference<HostBackend>("HostRawIds"); }
 RC_GTEST_PROP(HostLauncher, RefusalAndForkMatchReference_HASH6, ()) { RefusalAndForkMatchReference<HostBackend>(); }
+RC_GTEST_PROP(HostLauncher, RollbackMatchesReference_HASH6, ()) { RollbackMatchesReference<HostBackend>("HostRollback"); }
 RC_GTEST_PROP(HostLauncher, LookupMatchesReference_STO6, ()) { LookupMatchesReference<HostBackend>("HostLookup"); }
 RC_GTEST_PROP(HostLauncher, ShardLookupMatchesReference_STO7, ()) { ShardLookupMatchesReference<HostBackend>("HostShard"); }
 RC_GTEST_PROP(HostLauncher, HashThenLookupMatchesReference, ()) { HashThenLookupMatchesReference<HostBackend>(); }
@@ -695,6 +784,10 @@ TEST(Device, RawIdsMatchReference_HASH1) {
 TEST(Device, RefusalAndForkMatchReference_HASH6) {
   SKIP_WITHOUT_DEVICE();
   CheckOnDevice("device refusal and fork", [] { RefusalAndForkMatchReference<DeviceBackend>(); });
+}
+TEST(Device, RollbackMatchesReference_HASH6) {
+  SKIP_WITHOUT_DEVICE();
+  CheckOnDevice("device rollback", [] { RollbackMatchesReference<DeviceBackend>("DeviceRollback"); });
 }
 TEST(Device, LookupMatchesReference_STO6) {
   SKIP_WITHOUT_DEVICE();

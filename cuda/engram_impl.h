@@ -21,7 +21,8 @@ namespace engram::cuda {
 // ---------------------------------------------------------------------------
 
 template <class Backend>
-Hasher<Backend>::Hasher(const Layout& layout, int32_t slots, const TokenMap* token_map, int device)
+Hasher<Backend>::Hasher(const Layout& layout, int32_t slots, const TokenMap* token_map, int device,
+                        int32_t rollback_capacity)
     : backend_(device) {
   if (layout.max_ngram < 2 || layout.heads < 1 || layout.layers.empty()) {
     throw Error("cuda hasher: layout needs max_ngram >= 2, heads >= 1 and a layer (got max_ngram " +
@@ -29,10 +30,12 @@ Hasher<Backend>::Hasher(const Layout& layout, int32_t slots, const TokenMap* tok
                 std::to_string(layout.layers.size()) + " layers)");
   }
   if (slots < 1) throw Error("cuda hasher: slots must be >= 1, got " + std::to_string(slots));
+  if (rollback_capacity < 0) throw Error("cuda hasher: rollback capacity " + std::to_string(rollback_capacity) + " is negative");
   layers_ = static_cast<int32_t>(layout.layers.size());
   columns_ = layout.columns();
   keep_ = layout.max_ngram - 1;
   slots_ = slots;
+  capacity_ = rollback_capacity;
 
   // §RNG.4 multipliers and §HASH.7 division-free constants, per layer.
   std::vector<int64_t> multipliers;
@@ -42,7 +45,8 @@ Hasher<Backend>::Hasher(const Layout& layout, int32_t slots, const TokenMap* tok
     for (int col = 0; col < columns_; ++col) {
       const uint64_t p = static_cast<uint64_t>(l.prime(col));
       if (p < 2 || p >= (uint64_t{1} << 63)) throw Error("cuda hasher: prime " + std::to_string(p) + " outside [2, 2^63)");
-      columns.push_back(HashColumn{p, UINT64_MAX / p, l.offsets[static_cast<size_t>(col)]});
+      const int64_t n = 2 + col / layout.heads;  // §HASH.4 col = (n - 2) * heads + head
+      columns.push_back(HashColumn{p, UINT64_MAX / p, l.offsets[static_cast<size_t>(col)], n});
     }
   }
   multipliers_ = Buffer<Backend>(&backend_, multipliers.size() * sizeof(int64_t));
@@ -56,6 +60,9 @@ Hasher<Backend>::Hasher(const Layout& layout, int32_t slots, const TokenMap* tok
   base_.v41 = layout.profile == Profile::kV41 ? 1 : 0;
   base_.pad = layout.pad;
   base_.vocab = layout.compressed_vocab_size;
+  base_.capacity = capacity_;
+  base_.by_columns = MakeFastDiv(static_cast<uint64_t>(columns_));
+  base_.by_layers = MakeFastDiv(static_cast<uint64_t>(layers_));
   base_.multipliers = multipliers_.template as<int64_t>();
   base_.columns = columns_buf_.template as<HashColumn>();
   if (token_map != nullptr) {
@@ -71,11 +78,14 @@ Hasher<Backend>::Hasher(const Layout& layout, int32_t slots, const TokenMap* tok
     base_.map_size = token_map->tokens();
   }
   positions_ = Buffer<Backend>(&backend_, static_cast<size_t>(slots) * sizeof(int64_t));
-  history_ = Buffer<Backend>(&backend_, static_cast<size_t>(slots) * static_cast<size_t>(keep_) * sizeof(int64_t));
+  retained_ = Buffer<Backend>(&backend_, static_cast<size_t>(slots) * sizeof(int64_t));
+  history_ = Buffer<Backend>(&backend_, static_cast<size_t>(slots) * static_cast<size_t>(keep_ + capacity_) * sizeof(int64_t));
   error_ = Buffer<Backend>(&backend_, sizeof(unsigned long long));
   backend_.Fill(positions_.template as<void>(), 0, positions_.bytes());
+  backend_.Fill(retained_.template as<void>(), 0, retained_.bytes());
   backend_.Fill(history_.template as<void>(), 0, history_.bytes());
   base_.positions = positions_.template as<int64_t>();
+  base_.retained = retained_.template as<int64_t>();
   base_.history = history_.template as<int64_t>();
   base_.error = error_.template as<unsigned long long>();
   backend_.Sync();
@@ -208,15 +218,18 @@ std::vector<int64_t> Hasher<Backend>::Append(std::span<const int32_t> slots, std
 }
 
 template <class Backend>
-SlotState Hasher<Backend>::GetSlot(int32_t slot) {
+SlotState Hasher<Backend>::GetSlot(int32_t slot, bool with_rollback_ids) {
   CheckSlot(slot, "get slot");
   if (pending_) Finish();
   SlotState s;
-  std::vector<int64_t> hist(static_cast<size_t>(keep_));
+  int64_t retained = 0;
+  const int32_t row = keep_ + capacity_;
+  std::vector<int64_t> hist(static_cast<size_t>(row));
   backend_.ToHost(&s.position, base_.positions + slot, sizeof(int64_t));
-  backend_.ToHost(hist.data(), base_.history + static_cast<int64_t>(slot) * keep_, hist.size() * sizeof(int64_t));
+  backend_.ToHost(&retained, base_.retained + slot, sizeof(int64_t));
+  backend_.ToHost(hist.data(), base_.history + static_cast<int64_t>(slot) * row, hist.size() * sizeof(int64_t));
   backend_.Sync();
-  const size_t n = static_cast<size_t>(std::min<int64_t>(s.position, keep_));
+  const int64_t n = with_rollback_ids ? retained : std::min<int64_t>(s.position, keep_);
   s.history.assign(hist.end() - static_cast<std::ptrdiff_t>(n), hist.end());  // right-aligned
   return s;
 }
@@ -226,21 +239,117 @@ void Hasher<Backend>::SetSlot(int32_t slot, const SlotState& state) {
   CheckSlot(slot, "set slot");
   if (pending_) Finish();
   if (state.position < 0) throw Error("set slot: position " + std::to_string(state.position) + " is negative");
-  const size_t n = static_cast<size_t>(std::min<int64_t>(state.position, keep_));
-  if (state.history.size() != n) {
-    throw Error("set slot: position " + std::to_string(state.position) + " needs " + std::to_string(n) +
-                " history ids, got " + std::to_string(state.history.size()));
+  const int32_t row = keep_ + capacity_;
+  const size_t least = static_cast<size_t>(std::min<int64_t>(state.position, keep_));
+  const size_t most = static_cast<size_t>(std::min<int64_t>(state.position, row));
+  if (state.history.size() < least || state.history.size() > most) {
+    throw Error("set slot: position " + std::to_string(state.position) + " needs " +
+                (least == most ? std::to_string(least) : std::to_string(least) + " to " + std::to_string(most)) +
+                " history ids (rollback capacity " + std::to_string(capacity_) + "), got " +
+                std::to_string(state.history.size()));
   }
   for (int64_t id : state.history) {
     if (id >= base_.vocab || (base_.v41 && id < -1)) {
       throw Error("set slot: history id " + std::to_string(id) + " is not a compressed id of this layout");
     }
   }
-  std::vector<int64_t> hist(static_cast<size_t>(keep_), 0);
-  std::copy(state.history.begin(), state.history.end(), hist.end() - static_cast<std::ptrdiff_t>(n));
+  const int64_t retained = static_cast<int64_t>(state.history.size());
+  std::vector<int64_t> hist(static_cast<size_t>(row), 0);
+  std::copy(state.history.begin(), state.history.end(), hist.end() - static_cast<std::ptrdiff_t>(retained));
   backend_.ToBackend(base_.positions + slot, &state.position, sizeof(int64_t));
-  backend_.ToBackend(base_.history + static_cast<int64_t>(slot) * keep_, hist.data(), hist.size() * sizeof(int64_t));
+  backend_.ToBackend(base_.retained + slot, &retained, sizeof(int64_t));
+  backend_.ToBackend(base_.history + static_cast<int64_t>(slot) * row, hist.data(), hist.size() * sizeof(int64_t));
   backend_.Sync();
+}
+
+template <class Backend>
+void Hasher<Backend>::SlotBatch(std::span<const int32_t> slots, std::span<const int64_t> counts,
+                                std::span<const int32_t> to) {
+  if (pending_) Finish();
+  const bool rollback = to.empty();
+  const char* what = rollback ? "rollback" : "fork";
+  std::vector<uint8_t> used(static_cast<size_t>(slots_), 0);  // rollback: slots; fork: targets
+  for (size_t e = 0; e < slots.size(); ++e) {
+    CheckSlot(slots[e], (std::string(what) + ": entry " + std::to_string(e)).c_str());
+    if (rollback && used[static_cast<size_t>(slots[e])]++) {
+      throw Error("rollback: entry " + std::to_string(e) + " names slot " + std::to_string(slots[e]) +
+                  " again; the slots of one call must be distinct");
+    }
+  }
+  if (!rollback) {
+    std::vector<uint8_t> source(static_cast<size_t>(slots_), 0);
+    for (int32_t s : slots) source[static_cast<size_t>(s)] = 1;
+    for (size_t e = 0; e < to.size(); ++e) {
+      CheckSlot(to[e], ("fork: entry " + std::to_string(e) + " target").c_str());
+      if (used[static_cast<size_t>(to[e])]++ || source[static_cast<size_t>(to[e])]) {
+        throw Error("fork: entry " + std::to_string(e) + " target slot " + std::to_string(to[e]) +
+                    " is another entry's target or source; targets must be distinct and not sources");
+      }
+    }
+  }
+  if (slots.empty()) return;
+  const size_t n = slots.size();
+  Buffer<Backend> in_slots(&backend_, n * sizeof(int32_t));
+  Buffer<Backend> in_other(&backend_, n * (rollback ? sizeof(int64_t) : sizeof(int32_t)));
+  backend_.ToBackend(in_slots.template as<void>(), slots.data(), n * sizeof(int32_t));
+  if (rollback) {
+    backend_.ToBackend(in_other.template as<void>(), counts.data(), n * sizeof(int64_t));
+  } else {
+    backend_.ToBackend(in_other.template as<void>(), to.data(), n * sizeof(int32_t));
+  }
+  HashArgs a = base_;
+  a.sequences = static_cast<int32_t>(n);
+  a.seq_slots = in_slots.template as<int32_t>();
+  if (!rollback) {
+    a.fork_to = in_other.template as<int32_t>();
+    backend_.Fork(a);
+    backend_.Sync();
+    return;
+  }
+  a.counts = in_other.template as<int64_t>();
+  backend_.Fill(a.error, 0xFF, sizeof(unsigned long long));  // kNoError
+  backend_.RollbackCheck(a);
+  backend_.RollbackApply(a);
+  unsigned long long bad = kNoError;
+  backend_.ToHost(&bad, a.error, sizeof(bad));
+  backend_.Sync();
+  if (bad == kNoError) return;
+  const size_t e = static_cast<size_t>(bad);
+  int64_t position = 0, retained = 0;
+  backend_.ToHost(&position, base_.positions + slots[e], sizeof(int64_t));
+  backend_.ToHost(&retained, base_.retained + slots[e], sizeof(int64_t));
+  backend_.Sync();
+  const int64_t k = counts[e];
+  std::string why;
+  if (k < 0) {
+    why = "is negative";
+  } else if (k > position) {
+    why = "exceeds the position " + std::to_string(position);
+  } else {
+    why = "needs " + std::to_string(k + std::min<int64_t>(position - k, keep_)) + " ids on record but " +
+          std::to_string(retained) + " are retained (rollback capacity " + std::to_string(capacity_) + ")";
+  }
+  throw Error("rollback: entry " + std::to_string(e) + " (slot " + std::to_string(slots[e]) + ") by " +
+              std::to_string(k) + " " + why + " (no slot state was changed)");
+}
+
+template <class Backend>
+void Hasher<Backend>::Rollback(std::span<const int32_t> slots, std::span<const int64_t> counts) {
+  if (slots.size() != counts.size()) {
+    throw Error("rollback: " + std::to_string(slots.size()) + " slots but " + std::to_string(counts.size()) + " counts");
+  }
+  if (slots.size() > static_cast<size_t>(INT32_MAX)) throw Error("rollback: too many entries");
+  SlotBatch(slots, counts, {});
+}
+
+template <class Backend>
+void Hasher<Backend>::Fork(std::span<const int32_t> from, std::span<const int32_t> to) {
+  if (from.size() != to.size()) {
+    throw Error("fork: " + std::to_string(from.size()) + " sources but " + std::to_string(to.size()) + " targets");
+  }
+  if (from.size() > static_cast<size_t>(INT32_MAX)) throw Error("fork: too many entries");
+  if (from.empty()) return;
+  SlotBatch(from, {}, to);
 }
 
 // ---------------------------------------------------------------------------
@@ -329,10 +438,13 @@ void Lookup<Backend>::Launch(const int64_t* ids, int64_t items, uint16_t* out, i
   if (pending_) Finish();
   // The kernel stores 8 bf16 (16 bytes) at a time.
   if (reinterpret_cast<uintptr_t>(out) % 16 != 0) throw Error("cuda lookup: the output buffer is not 16-byte aligned");
+  if (id_group < 1) throw Error("cuda lookup: id_group " + std::to_string(id_group) + " must be >= 1");
   LookupArgs a = args_;
   a.ids = ids;
   a.items = items;
   a.id_group = id_group;
+  a.by_id_group = MakeFastDiv(static_cast<uint64_t>(id_group));
+  a.by_row_threads = MakeFastDiv(static_cast<uint64_t>(a.head_dim / kElementsPerThread));
   a.id_stride = id_stride;
   a.id_offset = id_offset;
   a.out = out;

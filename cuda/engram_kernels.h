@@ -73,11 +73,14 @@ ENGRAM_HD uint64_t MulHi64(uint64_t a, uint64_t b) {
 }
 
 // One hash column (a (layer, order, head) bucket): its prime p, the
-// precomputed m = floor((2^64 - 1) / p) of §HASH.7, and the column's row offset.
+// precomputed m = floor((2^64 - 1) / p) of §HASH.7, the column's row offset,
+// and its n-gram order n (col = (n - 2) * heads + head, §HASH.4), stored so
+// that the kernel needs no division to find it.
 struct HashColumn {
   uint64_t p = 0;
   uint64_t m = 0;
   int64_t offset = 0;
+  int64_t n = 0;
 };
 
 // §HASH.7 x mod p for every uint64 x: q' = umulhi(x, m) is floor(x/p) or one
@@ -87,6 +90,23 @@ ENGRAM_HD uint64_t ModP(uint64_t x, uint64_t p, uint64_t m) {
   uint64_t r = x - q * p;
   if (r >= p) r -= p;
   return r;
+}
+
+// Index arithmetic without 64-bit division. A GPU has no 64-bit divide
+// instruction: `g / d` on int64 compiles to a software routine of ~70
+// instructions, which dominated kernels that move a few bytes per thread.
+// The same argument as §HASH.7 (for every d >= 1, not only primes: m =
+// floor((2^64 - 1) / d) >= (2^64 - d) / d, so x * m / 2^64 > x / d - 1) makes
+// umulhi(x, m) equal floor(x / d) or one less; one correction is exact.
+struct FastDiv {
+  uint64_t d = 1;
+  uint64_t m = ~0ull;  // floor((2^64 - 1) / d)
+};
+inline FastDiv MakeFastDiv(uint64_t d) { return FastDiv{d, ~0ull / d}; }  // d >= 1 (host side)
+ENGRAM_HD uint64_t Quotient(uint64_t x, FastDiv f) {
+  uint64_t q = MulHi64(x, f.m);
+  if (x - q * f.d >= f.d) ++q;
+  return q;
 }
 
 // ---------------------------------------------------------------------------
@@ -119,10 +139,23 @@ struct HashArgs {
   const int32_t* seq_slots = nullptr;    // [sequences] state slot of each sequence
   const int64_t* raw_ids = nullptr;      // [tokens]
 
-  // Per-slot state (§HASH.5): position and the last max_ngram-1 compressed
-  // ids, right-aligned: history[slot*(max-1) + max-2] is the most recent.
+  // Per-slot state (§HASH.5, §HASH.6): position and the ids before it,
+  // right-aligned in a row of max_ngram-1 + capacity: the last max_ngram-1
+  // are what hashing reads, the capacity more are what Rollback restores.
+  // retained[slot] counts the ids on record (the rest of the row is unused).
+  int32_t capacity = 0;                  // rollback capacity (§HASH.6)
   int64_t* positions = nullptr;          // [slots]
-  int64_t* history = nullptr;            // [slots][max_ngram - 1]
+  int64_t* retained = nullptr;           // [slots]
+  int64_t* history = nullptr;            // [slots][max_ngram - 1 + capacity]
+
+  // Index arithmetic of the hash kernel (FastDiv by columns and by layers).
+  FastDiv by_columns;
+  FastDiv by_layers;
+
+  // Rollback and fork batches: entry e names slot seq_slots[e] (sequences
+  // entries) and rolls it back by counts[e], or copies it to fork_to[e].
+  const int64_t* counts = nullptr;
+  const int32_t* fork_to = nullptr;
 
   // Scratch and outputs
   int64_t* compressed = nullptr;         // [tokens] compressed ids (gather output)
@@ -174,24 +207,29 @@ ENGRAM_HD void GatherThread(const HashArgs& a, int64_t t) {
   a.compressed[t] = id;
 }
 
-// Kernel 2, one thread per (token, layer, order): the rolling mix of the
-// n-gram (§HASH.2-§HASH.3) and its residue for every head (§HASH.4),
-// written to rows[t][layer][(n-2)*heads + head].
+// Kernel 2, one thread per output value (token, layer, column): the rolling
+// mix of the column's n-gram (§HASH.2-§HASH.3) and its residue (§HASH.4).
+// g is the index of the value in rows[t][layer][col], so the threads of a
+// warp write 32 consecutive int64 (coalesced). The mix is recomputed by each
+// of the heads of an order: a few multiplies from cached loads, cheaper than
+// the strided stores of one thread per order.
 ENGRAM_HD void HashThread(const HashArgs& a, int64_t g) {
   const int32_t orders = a.max_ngram - 1;
-  const int64_t per_token = static_cast<int64_t>(a.layers) * orders;
-  const int64_t t = g / per_token;
-  const int32_t layer = static_cast<int32_t>((g % per_token) / orders);
-  const int32_t order_index = static_cast<int32_t>(g % orders);  // n - 2
-  const int32_t slots_used = order_index + 2;                   // n slots: tok_0 .. tok_{n-1}
+  const uint64_t token_layer = Quotient(static_cast<uint64_t>(g), a.by_columns);  // t * layers + layer
+  const int64_t col = g - static_cast<int64_t>(token_layer * a.by_columns.d);
+  const int64_t t = static_cast<int64_t>(Quotient(token_layer, a.by_layers));
+  const int64_t layer = static_cast<int64_t>(token_layer) - t * a.layers;
+  const HashColumn c = a.columns[layer * static_cast<int64_t>(a.by_columns.d) + col];
+  const int32_t slots_used = static_cast<int32_t>(c.n);  // n slots: tok_0 .. tok_{n-1}
 
   const int32_t seq = a.token_seq[t];
   const int64_t start = a.seq_offsets[seq];
   const int64_t i = t - start;                      // index within this chunk
   const int32_t slot = a.seq_slots[seq];
   const int64_t pos = a.positions[slot] + i;        // §HASH.5 absolute position
-  const int64_t* hist = a.history + static_cast<int64_t>(slot) * orders;  // right-aligned
-  const int64_t* mult = a.multipliers + static_cast<int64_t>(layer) * a.max_ngram;
+  // The slot's last max-1 ids (right-aligned after the rollback capacity).
+  const int64_t* hist = a.history + static_cast<int64_t>(slot) * (orders + a.capacity) + a.capacity;
+  const int64_t* mult = a.multipliers + layer * a.max_ngram;
 
   uint64_t rolling = 0;
   bool blocked = false;
@@ -212,16 +250,9 @@ ENGRAM_HD void HashThread(const HashArgs& a, int64_t g) {
 
   // §HASH.4 floor-mod: for a negative mix (demo-v1 only) p - 1 - (~x mod p).
   const bool negative = static_cast<int64_t>(rolling) < 0;
-  const uint64_t magnitude = negative ? ~rolling : rolling;
-  const int32_t columns = orders * a.heads;
-  const int32_t first_col = order_index * a.heads;
-  const HashColumn* col = a.columns + static_cast<int64_t>(layer) * columns + first_col;
-  int64_t* out = a.rows + (t * a.layers + layer) * columns + first_col;
-  for (int32_t h = 0; h < a.heads; ++h) {
-    uint64_t r = ModP(magnitude, col[h].p, col[h].m);
-    if (negative) r = col[h].p - 1 - r;
-    out[h] = static_cast<int64_t>(r) + col[h].offset;
-  }
+  uint64_t r = ModP(negative ? ~rolling : rolling, c.p, c.m);
+  if (negative) r = c.p - 1 - r;
+  a.rows[g] = static_cast<int64_t>(r) + c.offset;
 }
 
 // Kernel 3, one thread per sequence: append the chunk to the slot's state
@@ -229,7 +260,7 @@ ENGRAM_HD void HashThread(const HashArgs& a, int64_t g) {
 // state changes (as the reference refuses a call before changing anything).
 ENGRAM_HD void UpdateStateThread(const HashArgs& a, int32_t seq) {
   if (*a.error != kNoError) return;
-  const int32_t keep = a.max_ngram - 1;
+  const int32_t keep = a.max_ngram - 1 + a.capacity;  // the whole row: hashing's ids + rollback's
   const int64_t start = a.seq_offsets[seq];
   const int64_t n = a.seq_offsets[seq + 1] - start;
   const int32_t slot = a.seq_slots[seq];
@@ -245,6 +276,48 @@ ENGRAM_HD void UpdateStateThread(const HashArgs& a, int32_t seq) {
     }
   }
   a.positions[slot] += n;
+  const int64_t kept = a.retained[slot] + n;
+  a.retained[slot] = kept < keep ? kept : keep;
+}
+
+// §HASH.6 Rollback, kernel 1, one thread per entry: refuse (record the
+// entry) a count that is negative, exceeds the position, or needs ids that
+// are no longer on record: the state after it must hold the
+// min(position - k, max - 1) ids before the new position.
+ENGRAM_HD void RollbackCheckThread(const HashArgs& a, int32_t e) {
+  const int32_t slot = a.seq_slots[e];
+  const int64_t k = a.counts[e];
+  const int64_t pos = a.positions[slot];
+  const int64_t orders = a.max_ngram - 1;
+  const bool ok = k >= 0 && k <= pos && k + (pos - k < orders ? pos - k : orders) <= a.retained[slot];
+  if (!ok) RecordError(a.error, static_cast<unsigned long long>(e));
+}
+
+// §HASH.6 Rollback, kernel 2, one thread per entry: forget the last k ids —
+// shift the row right by k (descending, so each id is read before it is
+// overwritten) — unless an entry was refused: then no slot changes.
+ENGRAM_HD void RollbackApplyThread(const HashArgs& a, int32_t e) {
+  if (*a.error != kNoError) return;
+  const int32_t slot = a.seq_slots[e];
+  const int64_t k = a.counts[e];
+  const int64_t keep = a.max_ngram - 1 + a.capacity;
+  int64_t* hist = a.history + static_cast<int64_t>(slot) * keep;
+  const int64_t kept = a.retained[slot] - k;  // ids still on record afterwards
+  for (int64_t j = keep - 1; j >= keep - kept; --j) hist[j] = hist[j - k];
+  a.positions[slot] -= k;
+  a.retained[slot] = kept;
+}
+
+// §HASH.6 Fork, one thread per entry: slot fork_to[e] becomes a copy of slot
+// seq_slots[e] (position, every id on record). Targets are distinct and are
+// not sources of the same batch (checked on the host), so threads never race.
+ENGRAM_HD void ForkThread(const HashArgs& a, int32_t e) {
+  const int32_t from = a.seq_slots[e];
+  const int32_t to = a.fork_to[e];
+  const int64_t keep = a.max_ngram - 1 + a.capacity;
+  for (int64_t j = 0; j < keep; ++j) a.history[to * keep + j] = a.history[from * keep + j];
+  a.positions[to] = a.positions[from];
+  a.retained[to] = a.retained[from];
 }
 
 // ---------------------------------------------------------------------------
@@ -320,19 +393,21 @@ struct LookupArgs {
   int64_t id_group = 1;
   int64_t id_stride = 1;
   int64_t id_offset = 0;
+  FastDiv by_row_threads;                // head_dim / kElementsPerThread threads per row
+  FastDiv by_id_group;                   // id_group
   uint16_t* out = nullptr;               // [items][head_dim] bf16 bits
   unsigned long long* error = nullptr;   // smallest item index whose id is outside [0, rows)
 };
 
 ENGRAM_HD int64_t LookupId(const LookupArgs& a, int64_t item) {
-  return a.ids[a.id_offset + (item / a.id_group) * a.id_stride + item % a.id_group];
+  const int64_t group = static_cast<int64_t>(Quotient(static_cast<uint64_t>(item), a.by_id_group));
+  return a.ids[a.id_offset + group * a.id_stride + (item - group * a.id_group)];
 }
 
 // One thread per 8 consecutive elements of one output row.
 ENGRAM_HD void LookupThread(const LookupArgs& a, int64_t g) {
-  const int64_t per_row = a.head_dim / kElementsPerThread;
-  const int64_t item = g / per_row;
-  const int64_t first = (g % per_row) * kElementsPerThread;  // first element of this thread
+  const int64_t item = static_cast<int64_t>(Quotient(static_cast<uint64_t>(g), a.by_row_threads));
+  const int64_t first = (g - item * static_cast<int64_t>(a.by_row_threads.d)) * kElementsPerThread;  // first element of this thread
   const int64_t id = LookupId(a, item);
   uint16_t* out = a.out + item * a.head_dim + first;
   uint16_t v[kElementsPerThread] = {0, 0, 0, 0, 0, 0, 0, 0};  // +0: a row outside the shard

@@ -30,6 +30,10 @@ void EmulateGrid(int64_t n, Body body) {
 
 }  // namespace
 
+void HostEmulateGrid(int64_t n, void (*thread)(const void* args, int64_t g), const void* args) {
+  EmulateGrid(n, [&](int64_t g) { thread(args, g); });
+}
+
 HostBackend::HostBackend(int device) : device_(device) {}
 
 void* HostBackend::Alloc(size_t bytes) {
@@ -55,10 +59,19 @@ void HostBackend::Gather(const HashArgs& a) {
   EmulateGrid(a.tokens, [&](int64_t g) { GatherThread(a, g); });
 }
 void HostBackend::Hash(const HashArgs& a) {
-  EmulateGrid(a.tokens * a.layers * (a.max_ngram - 1), [&](int64_t g) { HashThread(a, g); });
+  EmulateGrid(a.tokens * a.layers * (a.max_ngram - 1) * a.heads, [&](int64_t g) { HashThread(a, g); });
 }
 void HostBackend::Update(const HashArgs& a) {
   EmulateGrid(a.sequences, [&](int64_t g) { UpdateStateThread(a, static_cast<int32_t>(g)); });
+}
+void HostBackend::RollbackCheck(const HashArgs& a) {
+  EmulateGrid(a.sequences, [&](int64_t g) { RollbackCheckThread(a, static_cast<int32_t>(g)); });
+}
+void HostBackend::RollbackApply(const HashArgs& a) {
+  EmulateGrid(a.sequences, [&](int64_t g) { RollbackApplyThread(a, static_cast<int32_t>(g)); });
+}
+void HostBackend::Fork(const HashArgs& a) {
+  EmulateGrid(a.sequences, [&](int64_t g) { ForkThread(a, static_cast<int32_t>(g)); });
 }
 void HostBackend::Lookup(const LookupArgs& a) {
   EmulateGrid(a.items * (a.head_dim / kElementsPerThread), [&](int64_t g) { LookupThread(a, g); });

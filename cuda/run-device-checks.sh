@@ -11,7 +11,8 @@
 #  2. configure (Release, ENGRAM_CUDA=ON, CMAKE_CUDA_ARCHITECTURES=90) and build
 #     cuda_tests + engram_cuda_bench with -j16 (skipped with --prebuilt);
 #  3. cuda_tests: the device properties (Device.*) and the host launcher;
-#  4. compute-sanitizer memcheck over a short device subset, when installed;
+#  4. compute-sanitizer memcheck over a short device subset (5 cases per
+#     property; every kernel family), when installed;
 #  5. `engram conform --vectors vectors --lib libengram_cuda_plugin.so` with
 #     ENGRAM_CUDA_PLUGIN_BACKEND=device: every vector of the suites the CUDA
 #     plug-in claims, on the GPU (builds `engram` and the plug-in first unless
@@ -103,7 +104,7 @@ else
   if [ -n "$cs" ]; then
     log "compute-sanitizer memcheck"
     if RC_PARAMS="max_success=5" timeout 120 "$cs" --tool memcheck --error-exitcode 3 "$tests" \
-         --gtest_filter='Device.DecodeElement*:Device.HashBatches*:Device.HashThenLookup*:Device.LookupMatches*:Device.TensorParallelWorldOne*' \
+         --gtest_filter='Device.DecodeElement*:Device.HashBatches*:Device.Rollback*:Device.RefusalAndFork*:Device.HashThenLookup*:Device.FloatLookup*:Device.LookupMatches*:Device.TensorParallelWorldOne*:Device.Fusion*:Device.Wkv*:Device.Demo*:Device.ShortConv*' \
          >"$out/memcheck.log" 2>&1; then
       status[memcheck]=ok
     else

@@ -51,6 +51,17 @@ cmake --build --preset release --target docs
 "$py" scripts/spec_index.py --check  # spec/README.md rule index is current
 "$py" scripts/bad_inputs_table.py --check  # spec/bad_inputs.md catalogue table is current
 
+echo "== CUDA: engram::cuda built (sm_90 + PTX for sm_80+), its kernel code run by the host launcher against the reference"
+if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null 2>&1; then
+  cmake --preset cuda >/dev/null
+  cmake --build --preset cuda -j "$(nproc)" --target cuda_tests cuda_plugin_tests engram_cuda_plugin engram_cuda_bench
+  # Device.* tests skip without a GPU (GTEST_SKIP); HostLauncher.* and the host conform run execute here.
+  build/cuda/cuda/cuda_tests --gtest_brief=1
+  build/cuda/cuda/cuda_plugin_tests --gtest_brief=1
+else
+  echo "no nvcc (CUDA toolkit) on this machine: the CUDA stage is skipped"
+fi
+
 echo "== sanitizers: the whole test suite again, built with ASan + UBSan (preset asan)"
 scripts/build.sh asan
 ctest --preset asan -j "$(nproc)"
