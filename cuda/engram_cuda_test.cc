@@ -33,6 +33,7 @@
 
 #include "cuda/engram_cuda.h"
 #include "cuda/engram_kernels.h"
+#include "cuda/test_failcase.h"
 #include "reference/config.h"
 #include "reference/error.h"
 #include "reference/fusion.h"
@@ -69,28 +70,9 @@ nlohmann::ordered_json LayoutJson(const Layout& layout) {
           {"compressedPad", layout.pad}, {"maxNgram", layout.max_ngram}, {"heads", layout.heads}, {"layers", layers}};
 }
 
-// Writes {"algorithm": "ENGRAM-CUDA-FAILCASE", testGroups: [group + tests: [test]]}
-// to $ENGRAM_CUDA_FAILCASE_DIR/<property>.json. During shrinking each failing
-// run overwrites the file, so it ends holding the shrunk case.
+// $ENGRAM_CUDA_FAILCASE_DIR/<property>.json (cuda/test_failcase.h).
 void WriteFailCase(const std::string& property, nlohmann::ordered_json group, nlohmann::ordered_json test) {
-  const char* dir = std::getenv("ENGRAM_CUDA_FAILCASE_DIR");
-  if (dir == nullptr || *dir == '\0') return;
-  test["tcId"] = 1;
-  test["result"] = "valid";
-  group["tests"] = nlohmann::ordered_json::array({test});
-  nlohmann::ordered_json doc = {{"algorithm", "ENGRAM-CUDA-FAILCASE"},
-                                {"property", property},
-                                {"generator", "cuda/engram_cuda_test.cc"},
-                                {"numberOfTests", 1},
-                                {"testGroups", nlohmann::ordered_json::array({group})}};
-  std::filesystem::create_directories(dir);
-  const std::filesystem::path path = std::filesystem::path(dir) / (property + ".json");
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << doc.dump(1) << "\n";
-  }
-  std::filesystem::rename(tmp, path);
+  WriteFailCaseFile(property, "cuda/engram_cuda_test.cc", std::move(group), std::move(test));
 }
 
 // ---------------------------------------------------------------------------

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -27,8 +28,11 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cuda/engram_cuda.h"
 #include "cuda/fusion.h"
+#include "cuda/test_failcase.h"
 #include "reference/config.h"
 #include "reference/error.h"
 #include "reference/fusion.h"
@@ -77,6 +81,59 @@ bool SameBits(float got, double mirror) {
   const float m = static_cast<float>(mirror);
   if (std::isnan(got) || std::isnan(m)) return std::isnan(got) && std::isnan(m);
   return Bits(got) == Bits(m);
+}
+
+// ---------------------------------------------------------------------------
+// Failing cases as files (cuda/test_failcase.h): each property names its case
+// and records its shapes and inputs as it draws them; Fail() writes them with
+// the first difference found, then fails the property (RC_FAIL).
+// ---------------------------------------------------------------------------
+
+using ojson = nlohmann::ordered_json;
+
+struct CaseRecord {
+  std::string property;
+  ojson group;
+  ojson test;
+};
+
+CaseRecord& Current() {
+  static CaseRecord record;
+  return record;
+}
+
+// property: e.g. "DemoGate", prefixed with Host/Device by the backend.
+template <class Backend>
+void BeginCase(const std::string& property, ojson group) {
+  Current() = CaseRecord{std::string(Backend::kEmulated ? "Host" : "Device") + property, std::move(group),
+                         ojson::object()};
+}
+
+void Input(const std::string& key, ojson value) { Current().test[key] = std::move(value); }
+
+ojson HexFloats(std::span<const float> v) {
+  ojson a = ojson::array();
+  for (float x : v) a.push_back(FloatHex(x));
+  return a;
+}
+
+ojson HexBf16s(std::span<const uint16_t> v) {
+  ojson a = ojson::array();
+  for (uint16_t b : v) {
+    char t[8];
+    std::snprintf(t, sizeof t, "%04x", static_cast<unsigned>(b));
+    a.push_back(t);
+  }
+  return a;
+}
+
+[[noreturn]] void Fail(const std::string& why) {
+  ojson test = Current().test;
+  test["comment"] = why;
+  test["flags"] = {"CudaMismatch"};
+  WriteFailCaseFile(Current().property, "cuda/fusion_test.cc", Current().group, std::move(test));
+  RC_FAIL(why);
+  std::abort();  // not reached: RC_FAIL throws
 }
 
 // SplitMix64: every value of a case from one drawn seed.
@@ -182,12 +239,14 @@ void GateFunctionMatchesMirror() {
                              std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::denorm_min()};
   const int n = Draw<int32_t>(0, 64);
   for (int i = 0; i < n; ++i) dots.push_back(src.Float(true));
+  BeginCase<Backend>("GateFunction", {{"type", "CudaGateFunction"}, {"profile", v41 ? "v4.1" : "demo-v1"}});
+  Input("dots", HexFloats(dots));
   const std::vector<float> got = GateFunction<Backend>(v41, dots);
   RC_ASSERT(got.size() == dots.size());
   for (size_t i = 0; i < dots.size(); ++i) {
     const double want = v41 ? GateV41(dots[i], k32).gate : GateDemo(dots[i], k32).gate;
     if (!SameBits(got[i], want)) {
-      RC_FAIL(std::string(v41 ? "v4.1" : "demo-v1") + " gate of dot " + Hex(dots[i]) + ": got " + Hex(got[i]) +
+      Fail(std::string(v41 ? "v4.1" : "demo-v1") + " gate of dot " + Hex(dots[i]) + ": got " + Hex(got[i]) +
               ", mirror " + Hex(want));
     }
   }
@@ -207,6 +266,8 @@ void WkvBf16MatchesMirror() {
   Source src{*rc::gen::arbitrary<uint64_t>()};
   const std::vector<uint16_t> w = src.Bf16s(static_cast<size_t>(out * in), specials);
   const std::vector<uint16_t> e = src.Bf16s(static_cast<size_t>(tokens * in), specials);
+  BeginCase<Backend>("WkvBf16", {{"type", "CudaWkvBf16"}, {"inFeatures", in}, {"outFeatures", out}, {"weight", HexBf16s(w)}});
+  Input("e", HexBf16s(e));
   Wkv<Backend> wkv(out, in, w);
   RC_ASSERT(!wkv.fp8());
   const std::vector<uint16_t> kv = wkv.Apply(e);
@@ -220,7 +281,7 @@ void WkvBf16MatchesMirror() {
       const uint16_t want = ToBf16(y[static_cast<size_t>(n)]);
       const uint16_t got = kv[static_cast<size_t>(t * out + n)];
       if (got != want) {
-        RC_FAIL("kv[" + std::to_string(t) + "][" + std::to_string(n) + "]: got " + Bf16HexOf(got) + ", mirror " +
+        Fail("kv[" + std::to_string(t) + "][" + std::to_string(n) + "]: got " + Bf16HexOf(got) + ", mirror " +
                 Bf16HexOf(want) + " (in " + std::to_string(in) + ", out " + std::to_string(out) + ")");
       }
     }
@@ -244,6 +305,9 @@ void WkvFp8MatchesMirror() {
     s = k == 0 ? 0x00 : k == 1 ? 0xFF : k == 2 ? 0xFE : k == 3 ? 0x01 : static_cast<uint8_t>(112 + src.Below(30));
   }
   const std::vector<uint16_t> e = src.Fp8Activations(static_cast<size_t>(tokens * in));
+  BeginCase<Backend>("WkvFp8", {{"type", "CudaWkvFp8"}, {"inFeatures", in}, {"outFeatures", out},
+                                {"weightCodes", codes}, {"weightScales", scales}});
+  Input("e", HexBf16s(e));
   Wkv<Backend> wkv(out, in, codes, scales);
   RC_ASSERT(wkv.fp8());
   const std::vector<uint16_t> kv = wkv.Apply(e);
@@ -255,7 +319,7 @@ void WkvFp8MatchesMirror() {
     for (int64_t k = 0; k < in; ++k) {
       const uint8_t got = wkv.act_codes()[static_cast<size_t>(t * in + k)];
       if (got != q.codes[static_cast<size_t>(k)]) {
-        RC_FAIL("activation code [" + std::to_string(t) + "][" + std::to_string(k) + "] of bf16 " +
+        Fail("activation code [" + std::to_string(t) + "][" + std::to_string(k) + "] of bf16 " +
                 Bf16HexOf(e[static_cast<size_t>(t * in + k)]) + ": got " + std::to_string(got) + ", mirror " +
                 std::to_string(q.codes[static_cast<size_t>(k)]));
       }
@@ -267,7 +331,7 @@ void WkvFp8MatchesMirror() {
     for (int64_t n = 0; n < out; ++n) {
       want[static_cast<size_t>(t * out + n)] = ToBf16(y[static_cast<size_t>(n)]);
       if (kv[static_cast<size_t>(t * out + n)] != want[static_cast<size_t>(t * out + n)]) {
-        RC_FAIL("kv[" + std::to_string(t) + "][" + std::to_string(n) + "]: got " +
+        Fail("kv[" + std::to_string(t) + "][" + std::to_string(n) + "]: got " +
                 Bf16HexOf(kv[static_cast<size_t>(t * out + n)]) + ", mirror " +
                 Bf16HexOf(want[static_cast<size_t>(t * out + n)]));
       }
@@ -322,13 +386,16 @@ void WkvFp8RefusesNonFinite() {
     reference_refused = true;
   }
   RC_ASSERT(reference_refused);
+  BeginCase<Backend>("WkvFp8NonFinite", {{"type", "CudaWkvFp8"}, {"inFeatures", in}, {"outFeatures", out},
+                                         {"weightCodes", codes}, {"weightScales", scales}});
+  Input("e", HexBf16s(e));
   Wkv<Backend> wkv(out, in, codes, scales);
   const std::string name = "e[" + std::to_string(t) + "][" + std::to_string(first % static_cast<size_t>(in)) + "]";
   try {
     wkv.Apply(e);
-    RC_FAIL("a non-finite activation was accepted");
+    Fail("a non-finite activation was accepted");
   } catch (const Error& err) {
-    if (std::string(err.what()).find(name) == std::string::npos) RC_FAIL(std::string("message: ") + err.what() + " lacks " + name);
+    if (std::string(err.what()).find(name) == std::string::npos) Fail(std::string("message: ") + err.what() + " lacks " + name);
   }
 }
 
@@ -372,12 +439,21 @@ DrawnDemo DrawDemo(Source& src, int32_t hc, int32_t hidden, int32_t in, int32_t 
   return d;
 }
 
+// The weights of a drawn demo layer as a failcase group.
+ojson DemoGroup(const char* type, const DrawnDemo& d) {
+  return {{"type", type}, {"hc", d.w.hc}, {"hidden", d.w.hidden}, {"in", d.w.in}, {"kernel", d.w.kernel},
+          {"dilation", d.w.dilation}, {"keyWeight", HexFloats(d.key_w)}, {"keyBias", HexFloats(d.key_b)},
+          {"norm1Weight", HexFloats(d.norm1_w)}, {"norm2Weight", HexFloats(d.norm2_w)},
+          {"valueWeight", HexFloats(d.value_w)}, {"valueBias", HexFloats(d.value_b)},
+          {"convNormWeight", HexFloats(d.conv_norm_w)}, {"convWeight", HexFloats(d.conv_w)}};
+}
+
 // Compares a float vector with the mirror's, naming the first difference.
 void ExpectSameBits(const std::string& what, std::span<const float> got, std::span<const double> want) {
   RC_ASSERT(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     if (!SameBits(got[i], want[i])) {
-      RC_FAIL(what + "[" + std::to_string(i) + "]: got " + Hex(got[i]) + ", mirror " + Hex(want[i]));
+      Fail(what + "[" + std::to_string(i) + "]: got " + Hex(got[i]) + ", mirror " + Hex(want[i]));
     }
   }
 }
@@ -394,6 +470,9 @@ void DemoGateMatchesMirror() {
   const size_t per = static_cast<size_t>(hc) * static_cast<size_t>(hidden);
   const std::vector<float> e = src.Floats(static_cast<size_t>(tokens) * static_cast<size_t>(in), specials);
   const std::vector<float> h = src.Floats(static_cast<size_t>(tokens) * per, specials);
+  BeginCase<Backend>("DemoGate", DemoGroup("CudaDemoGate", d));
+  Input("e", HexFloats(e));
+  Input("hidden", HexFloats(h));
   FusionDemo<Backend> demo(d.w);
   const std::vector<float> value = demo.Gate(e, h);
   RC_ASSERT(value.size() == static_cast<size_t>(tokens) * per);
@@ -404,8 +483,8 @@ void DemoGateMatchesMirror() {
       const size_t s = static_cast<size_t>(t * hc + c);
       const std::string at = "token " + std::to_string(t) + " stream " + std::to_string(c) + " ";
       const DemoStreamTrace& rs = r.streams[static_cast<size_t>(c)];
-      if (!SameBits(demo.dots()[s], rs.g)) RC_FAIL(at + "g: got " + Hex(demo.dots()[s]) + ", mirror " + Hex(rs.g));
-      if (!SameBits(demo.gates()[s], rs.gate)) RC_FAIL(at + "gate: got " + Hex(demo.gates()[s]) + ", mirror " + Hex(rs.gate));
+      if (!SameBits(demo.dots()[s], rs.g)) Fail(at + "g: got " + Hex(demo.dots()[s]) + ", mirror " + Hex(rs.g));
+      if (!SameBits(demo.gates()[s], rs.gate)) Fail(at + "gate: got " + Hex(demo.gates()[s]) + ", mirror " + Hex(rs.gate));
       ExpectSameBits(at + "value", std::span<const float>(value).subspan(s * static_cast<size_t>(hidden), static_cast<size_t>(hidden)),
                      rs.value);
     }
@@ -423,6 +502,9 @@ void ShortConvMatchesMirror() {
   const DrawnDemo d = DrawDemo(src, hc, hidden, 1 + src.Below(3), kernel, dilation, specials);
   const std::vector<float> value =
       src.Floats(static_cast<size_t>(steps) * static_cast<size_t>(hc) * static_cast<size_t>(hidden), specials);
+  BeginCase<Backend>("ShortConv", DemoGroup("CudaShortConv", d));
+  Input("steps", steps);
+  Input("value", HexFloats(value));
   FusionDemo<Backend> demo(d.w);
   const std::vector<float> got = demo.ShortConv(value, steps);
   const ShortConvTrace r = engram::ShortConv(Doubles(value), static_cast<size_t>(steps), d.ref, k32);
@@ -444,6 +526,10 @@ void DemoForwardMatchesMirror() {
   const size_t per = static_cast<size_t>(hc) * static_cast<size_t>(hidden);
   const std::vector<float> e = src.Floats(static_cast<size_t>(steps) * static_cast<size_t>(in), specials);
   const std::vector<float> h = src.Floats(static_cast<size_t>(steps) * per, specials);
+  BeginCase<Backend>("DemoForward", DemoGroup("CudaDemoForward", d));
+  Input("steps", steps);
+  Input("e", HexFloats(e));
+  Input("hidden", HexFloats(h));
   FusionDemo<Backend> demo(d.w);
   const std::vector<float> output = demo.Forward(e, h, steps);
   const DemoForwardTrace r = DemoForward(Doubles(e), Doubles(h), static_cast<size_t>(steps), d.ref, k32);
@@ -489,7 +575,9 @@ void V41ForwardChainMatchesMirror() {
   Source src{*rc::gen::arbitrary<uint64_t>()};
   std::vector<int64_t> ids;
   for (int64_t t = 0; t < tokens; ++t) ids.push_back(src.Below(4) == 0 ? kDead : static_cast<int64_t>(src.Next() % static_cast<uint64_t>(vocab)));
-  const auto table = SyntheticTable(src.Next(), layout.layers[0].num_embeddings, head_dim, src.Below(4) == 0);
+  const uint64_t table_seed = src.Next();
+  const bool edge_rows = src.Below(4) == 0;
+  const auto table = SyntheticTable(table_seed, layout.layers[0].num_embeddings, head_dim, edge_rows);
   std::vector<uint8_t> codes(static_cast<size_t>(nout * in));
   for (uint8_t& b : codes) b = static_cast<uint8_t>(src.Next());
   std::vector<uint8_t> scales(static_cast<size_t>(((nout + 31) / 32) * (in / 32)));
@@ -499,6 +587,13 @@ void V41ForwardChainMatchesMirror() {
   const std::vector<uint16_t> x = src.Bf16s(st * shc * sd, false);
   std::vector<uint8_t> live(st);
   for (size_t t = 0; t < st; ++t) live[t] = ids[t] == kDead ? 0 : 1;
+  BeginCase<Backend>("V41ForwardChain",
+                     {{"type", "CudaV41ForwardChain"}, {"compressedVocabSize", vocab}, {"compressedPad", layout.pad},
+                      {"maxNgram", c.max_ngram}, {"heads", c.heads}, {"layerId", c.layer_ids[0]}, {"bases", c.bases}, {"hc", hc}, {"dim", dim},
+                      {"eps", FloatHex(eps)}, {"tableSeed", table_seed}, {"tableEdgeRows", edge_rows}, {"headDim", head_dim},
+                      {"wkvCodes", codes}, {"wkvScales", scales}, {"qWeight", HexBf16s(qw)}, {"kWeight", HexBf16s(kw)}});
+  Input("ids", ids);
+  Input("x", HexBf16s(x));
 
   // The reference chain.
   const std::vector<int64_t> ref_rows = HashSequence(layout, ids);
@@ -520,10 +615,10 @@ void V41ForwardChainMatchesMirror() {
   // The kernels.
   Hasher<Backend> hasher(layout, 1);
   const std::vector<int64_t> rows = hasher.Append(std::vector<int32_t>{0}, std::vector<int64_t>{tokens}, ids);
-  RC_ASSERT(rows == ref_rows);
+  if (rows != ref_rows) Fail("hash rows differ from HashSequence");
   Lookup<Backend> lookup(*table, TableMemory::kBackend);
   const std::vector<uint16_t> e = lookup.Rows(rows);
-  RC_ASSERT(e == ref_e);
+  if (e != ref_e) Fail("looked-up rows differ from LookupRows");
   Wkv<Backend> wkv(nout, in, codes, scales);
   FusionV41<Backend> fusion(hc, dim, eps, qw, kw);
   Backend& wb = wkv.backend();
@@ -563,11 +658,11 @@ void V41ForwardChainMatchesMirror() {
                         kv.subspan(shc * sd, sd), std::span<const uint16_t>(qw).subspan(ci * sd, sd),
                         std::span<const uint16_t>(kw).subspan(ci * sd, sd), eps, live[t] == 0, k32);
       const std::string at = "token " + std::to_string(t) + " stream " + std::to_string(ci);
-      if (!SameBits(gate[t * shc + ci], r.gate)) RC_FAIL(at + " gate: got " + Hex(gate[t * shc + ci]) + ", mirror " + Hex(r.gate));
+      if (!SameBits(gate[t * shc + ci], r.gate)) Fail(at + " gate: got " + Hex(gate[t * shc + ci]) + ", mirror " + Hex(r.gate));
       for (size_t i = 0; i < sd; ++i) {
         const uint16_t got = out[(t * shc + ci) * sd + i];
         if (got != r.out_bf16[i]) {
-          RC_FAIL(at + " out[" + std::to_string(i) + "]: got " + Bf16HexOf(got) + ", mirror " + Bf16HexOf(r.out_bf16[i]));
+          Fail(at + " out[" + std::to_string(i) + "]: got " + Bf16HexOf(got) + ", mirror " + Bf16HexOf(r.out_bf16[i]));
         }
       }
     }
@@ -592,13 +687,15 @@ void FloatLookupMatchesReference() {
   ids.push_back(0);
   ids.push_back(rows - 1);
   const std::vector<float> want = LookupFloatRows(*table, ids);
+  BeginCase<Backend>("FloatLookup", {{"type", "CudaFloatLookup"}, {"seed", seed}, {"rows", rows}, {"width", width}});
+  Input("rowIds", ids);
   for (TableMemory memory : {TableMemory::kBackend, TableMemory::kHostMapped}) {
     FloatLookup<Backend> lookup(*table, memory);
     const std::vector<float> got = lookup.Rows(ids);
     RC_ASSERT(got.size() == want.size());
     for (size_t i = 0; i < got.size(); ++i) {
       if (Bits(got[i]) != Bits(want[i])) {
-        RC_FAIL("value " + std::to_string(i) + ": got " + Hex(got[i]) + ", reference " + Hex(want[i]));
+        Fail("value " + std::to_string(i) + ": got " + Hex(got[i]) + ", reference " + Hex(want[i]));
       }
     }
     std::vector<int64_t> bad = ids;
