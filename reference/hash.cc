@@ -221,7 +221,9 @@ void HashState::Feed(std::span<const int64_t> ids, int64_t* rows_out, std::vecto
 }
 
 void HashState::Rollback(size_t k) {
-  if (static_cast<int64_t>(k) > position_) {
+  // Compared unsigned: a count of 2^63 or more must not wrap to a negative
+  // int64 that passes the check (position_ is never negative).
+  if (k > static_cast<uint64_t>(position_)) {
     throw Error("rollback by " + std::to_string(k) + " but only " + std::to_string(position_) + " ids were fed");
   }
   // §HASH.6 After the rollback the state must still hold the max_ngram - 1

@@ -551,6 +551,20 @@ RC_GTEST_PROP(HashRollback, MoreThanPositionThrows_HASH6, ()) {
   RC_ASSERT(state.position() == static_cast<int64_t>(a.size()));
 }
 
+// Counts of 2^63 and more (size_t, from a C caller) are refused, not wrapped
+// into a negative int64 that passes the position check; the state is unchanged.
+TEST(HashRollback, HugeCountsThrow_HASH6) {
+  const Layout layout = LayoutFromJson(TinyV41Config(), 20, 2);
+  HashState state(layout, 4);
+  Feed(state, Ids{5, 6, 7, 8});
+  const Ids history = state.History();
+  for (size_t k : {SIZE_MAX, SIZE_MAX - 1, size_t{1} << 63, (size_t{1} << 63) + 4}) {
+    EXPECT_THROW(state.Rollback(k), Error) << k;
+    EXPECT_EQ(state.position(), 4);
+    EXPECT_EQ(state.History(), history);
+  }
+}
+
 TEST(HashRollback, MessagesNameTheCount_HASH6) {
   const Layout layout = LayoutFromJson(TinyV41Config(), 20, 2);
   HashState state(layout, 1);
