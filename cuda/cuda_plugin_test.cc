@@ -36,6 +36,7 @@
 #include "engram/conformance.h"
 #include "reference/config.h"
 #include "reference/error.h"
+#include "reference/fusion.h"
 #include "reference/hash.h"
 #include "reference/layout.h"
 
@@ -379,6 +380,33 @@ RC_GTEST_PROP(CudaPluginHasher, OperationsMatchHashState, ()) {
   }
   for (const Sequence& each : seqs) api.destroy(each.handle);
   api.layout_destroy(layout);
+}
+
+// §FUS.4 / §FUS.6 engram_gate through the plug-in equals the reference's
+// float32 mirror for any double dot: within float32's range the mirror's own
+// value; below it (|dot| < 2^-149 rounds to ±0 in float32) the gate of the
+// double, whose sign sign() (demo-v1) must still see.
+TEST(CudaPlugin, GateFunctionOfTinyAndOrdinaryDots) {
+  void* lib = dlopen(ENGRAM_CUDA_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  const auto gate_fn = reinterpret_cast<decltype(&engram_gate)>(dlsym(lib, "engram_gate"));
+  ASSERT_NE(gate_fn, nullptr);
+  for (const char* profile : {"v4.1", "demo-v1"}) {
+    const bool v41 = std::string(profile) == "v4.1";
+    for (double dot : {1e-300, -1e-300, 0x1p-150, -0x1p-151, 1e-46, 0.0, -0.0, 1e-7, -3.5, 0.25, 1e-6}) {
+      double got = 0;
+      char err[256] = "";
+      ASSERT_EQ(gate_fn(profile, dot, &got, err, sizeof err), 0) << err;
+      const float as_float = static_cast<float>(dot);
+      // The mirror of a float32 implementation: the double's own gate when the
+      // float32 rounding would lose the sign's information.
+      const double mirror_input = (as_float == 0.0f && dot != 0.0) ? dot : static_cast<double>(as_float);
+      const double want = v41 ? engram::GateV41(mirror_input, engram::Precision::kFloat32).gate
+                              : engram::GateDemo(mirror_input, engram::Precision::kFloat32).gate;
+      EXPECT_EQ(got, want) << profile << " dot " << dot;
+    }
+  }
+  dlclose(lib);
 }
 
 }  // namespace

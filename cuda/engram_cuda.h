@@ -230,7 +230,7 @@ class Hasher {
 
   Backend backend_;
   HashArgs base_;  // layout, map and state pointers; batch fields per call
-  // Run a rollback (counts != nullptr) or fork batch over `entries` uploaded entries.
+  // A rollback batch (slots, counts; `to` empty) or a fork batch (slots are the sources, `to` the targets).
   void SlotBatch(std::span<const int32_t> slots, std::span<const int64_t> counts, std::span<const int32_t> to);
 
   int32_t layers_ = 0, columns_ = 0, keep_ = 0, slots_ = 0, capacity_ = 0;

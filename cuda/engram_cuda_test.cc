@@ -337,12 +337,19 @@ void RefusalAndForkMatchReference() {
 // entries) changes no slot.
 template <class Backend>
 void RollbackMatchesReference(const std::string& property) {
+  // Shapes and op kinds drawn uniformly whatever RapidCheck's size (inRange
+  // alone yields its lower bound at small sizes); they still shrink.
+  auto draw = [](int32_t lo, int32_t hi) { return *rc::gen::resize(100, rc::gen::inRange<int32_t>(lo, hi)); };
   const Profile profile = DrawProfile();
   const Layout layout = DrawLayout(profile, *rc::gen::inRange<int64_t>(1, 60));
-  const int32_t capacity = *rc::gen::inRange(0, 7);
-  const int32_t slots = *rc::gen::inRange(2, 5);
+  const int32_t capacity = draw(0, 7);
+  const int32_t slots = draw(2, 6);
+  const size_t row = static_cast<size_t>(layout.max_ngram - 1 + capacity);
   Hasher<Backend> hasher(layout, slots, nullptr, 0, capacity);
   std::vector<HashState> ref(static_cast<size_t>(slots), HashState(layout, static_cast<size_t>(capacity)));
+  // §HASH.6 model of the ids on record: the last max-1 + capacity fed, minus
+  // what rollbacks forgot (HashState keeps them privately).
+  std::vector<Ids> kept(static_cast<size_t>(slots));
   nlohmann::ordered_json ops = nlohmann::ordered_json::array();
   auto fail = [&](const std::string& why) {
     WriteFailCase(property, {{"type", "CudaHashRollback"}, {"layout", LayoutJson(layout)}, {"slots", slots},
@@ -356,19 +363,25 @@ void RollbackMatchesReference(const std::string& property) {
       if (s.position != ref[static_cast<size_t>(q)].position() || s.history != ref[static_cast<size_t>(q)].History()) {
         fail("slot " + std::to_string(q) + " differs from the reference after op " + std::to_string(ops.size()));
       }
+      if (hasher.GetSlot(q, true).history != kept[static_cast<size_t>(q)]) {
+        fail("retained ids of slot " + std::to_string(q) + " differ from the model after op " + std::to_string(ops.size()));
+      }
     }
   };
-  const int steps = *rc::gen::inRange(1, 16);
+  const int steps = draw(1, 16);
   for (int step = 0; step < steps; ++step) {
-    const int kind = *rc::gen::inRange(0, 10);
+    const int kind = draw(0, 10);
     if (kind < 4) {  // append a chunk to every slot
       Ids lengths, flat, expected;
       std::vector<int32_t> order = DrawPermutation(slots);
       for (int32_t q : order) {
-        const int n = *rc::gen::inRange(0, 8);
+        const int n = draw(0, 8);
         Ids piece;
         for (int i = 0; i < n; ++i) piece.push_back(DrawId(layout));
         ref[static_cast<size_t>(q)].Append(piece, expected);
+        Ids& k = kept[static_cast<size_t>(q)];
+        k.insert(k.end(), piece.begin(), piece.end());
+        if (k.size() > row) k.erase(k.begin(), k.end() - static_cast<std::ptrdiff_t>(row));
         lengths.push_back(n);
         flat.insert(flat.end(), piece.begin(), piece.end());
       }
@@ -376,12 +389,12 @@ void RollbackMatchesReference(const std::string& property) {
       if (hasher.Append(order, lengths, flat) != expected) fail("rows after op " + std::to_string(ops.size()));
     } else if (kind < 8) {  // roll back some distinct slots
       std::vector<int32_t> order = DrawPermutation(slots);
-      order.resize(static_cast<size_t>(*rc::gen::inRange<int32_t>(1, slots + 1)));
+      order.resize(static_cast<size_t>(draw(1, slots + 1)));
       Ids counts;
       bool refused = false;
       std::vector<HashState> next = ref;
       for (int32_t q : order) {
-        const int64_t k = *rc::gen::inRange<int64_t>(0, capacity + 3);
+        const int64_t k = draw(0, capacity + 3);
         counts.push_back(k);
         try {
           next[static_cast<size_t>(q)].Rollback(static_cast<size_t>(k));
@@ -397,21 +410,36 @@ void RollbackMatchesReference(const std::string& property) {
         threw = std::string(e.what()).find("rollback: entry") != std::string::npos;
       }
       if (threw != refused) fail(refused ? "a rollback the reference refuses was accepted" : "a valid rollback was refused");
-      if (!refused) ref = std::move(next);
-    } else if (kind == 8) {  // fork a slot into another, on the backend
-      const int32_t from = *rc::gen::inRange(0, slots);
-      int32_t to = *rc::gen::inRange(0, slots - 1);
-      if (to >= from) ++to;
+      if (!refused) {
+        ref = std::move(next);
+        for (size_t e = 0; e < order.size(); ++e) {
+          Ids& k = kept[static_cast<size_t>(order[e])];
+          k.resize(k.size() - static_cast<size_t>(counts[e]));
+        }
+      }
+    } else if (kind == 8) {  // fork: some slots (sources) copied into the others (distinct targets)
+      std::vector<int32_t> perm = DrawPermutation(slots);
+      const size_t sources = static_cast<size_t>(draw(1, slots));  // the rest are possible targets
+      const size_t targets = static_cast<size_t>(draw(1, slots - static_cast<int32_t>(sources) + 1));
+      std::vector<int32_t> from, to;
+      for (size_t e = 0; e < targets; ++e) {
+        from.push_back(perm[static_cast<size_t>(draw(0, static_cast<int32_t>(sources)))]);
+        to.push_back(perm[sources + e]);
+      }
       ops.push_back({{"fork", {{"from", from}, {"to", to}}}});
-      hasher.Fork(std::vector<int32_t>{from}, std::vector<int32_t>{to});
-      ref[static_cast<size_t>(to)] = ref[static_cast<size_t>(from)];
+      hasher.Fork(from, to);
+      for (size_t e = 0; e < from.size(); ++e) {
+        ref[static_cast<size_t>(to[e])] = ref[static_cast<size_t>(from[e])];
+        kept[static_cast<size_t>(to[e])] = kept[static_cast<size_t>(from[e])];
+      }
     } else {  // move a slot through the host with every retained id (a disaggregated hand-off)
-      const int32_t from = *rc::gen::inRange(0, slots);
-      int32_t to = *rc::gen::inRange(0, slots - 1);
+      const int32_t from = draw(0, slots);
+      int32_t to = draw(0, slots - 1);
       if (to >= from) ++to;
       ops.push_back({{"exportImport", {{"from", from}, {"to", to}}}});
       hasher.SetSlot(to, hasher.GetSlot(from, /*with_rollback_ids=*/true));
       ref[static_cast<size_t>(to)] = ref[static_cast<size_t>(from)];
+      kept[static_cast<size_t>(to)] = kept[static_cast<size_t>(from)];
     }
     check_states();
   }
@@ -693,6 +721,50 @@ TEST(HostLauncher, BatchArgumentErrors) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("position 2 (id 99092)"), std::string::npos) << e.what();
   }
+}
+
+// Rollback and fork batches refuse what would be ambiguous or out of range,
+// with a message naming the entry, and change no slot.
+TEST(HostLauncher, RollbackForkArgumentErrors_HASH6) {
+  const Layout layout = BuildLayout(V41FlashConfig(), 99092, 2);  // max_ngram 4: 3 ids for hashing
+  auto expect_error = [](auto call, const std::string& part) {
+    try {
+      call();
+      ADD_FAILURE() << "accepted; expected an error containing \"" << part << "\"";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  expect_error([&] { HostHasher bad(layout, 1, nullptr, 0, -1); }, "rollback capacity -1");
+  expect_error([&] { HostHasher bad(layout, 1, nullptr, 0, INT32_MAX); }, "rollback capacity 2147483647");
+  HostHasher h(layout, 4, nullptr, 0, 2);
+  h.Append(std::vector<int32_t>{0, 1}, Ids{6, 1}, Ids{1, 2, 3, 4, 5, 6, 7});
+  const SlotState before0 = h.GetSlot(0, true), before1 = h.GetSlot(1, true);
+  EXPECT_EQ(before0.history, (Ids{2, 3, 4, 5, 6}));  // max-1 + capacity = 5 ids retained
+  using Slots = std::vector<int32_t>;
+  expect_error([&] { h.Rollback(Slots{0, 0}, Ids{1, 1}); }, "entry 1 names slot 0 again");
+  expect_error([&] { h.Rollback(Slots{4}, Ids{1}); }, "rollback: entry 0: slot 4");
+  expect_error([&] { h.Rollback(Slots{0}, Ids{1, 2}); }, "1 slots but 2 counts");
+  expect_error([&] { h.Rollback(Slots{1, 0}, Ids{0, 3}); }, "entry 1 (slot 0) by 3 needs 6 ids on record but 5");
+  expect_error([&] { h.Rollback(Slots{0, 1}, Ids{1, 2}); }, "entry 1 (slot 1) by 2 exceeds the position 1");
+  expect_error([&] { h.Rollback(Slots{0}, Ids{-1}); }, "by -1 is negative");
+  expect_error([&] { h.Fork(Slots{0, 1}, Slots{2, 2}); }, "entry 1 target slot 2 is also a target");
+  expect_error([&] { h.Fork(Slots{0, 2}, Slots{2, 3}); }, "entry 0 target slot 2 is also a target or a source");
+  expect_error([&] { h.Fork(Slots{0}, Slots{0}); }, "target slot 0");
+  expect_error([&] { h.Fork(Slots{0}, Slots{7}); }, "fork: entry 0 target: slot 7");
+  expect_error([&] { h.Fork(Slots{0}, Slots{1, 2}); }, "1 sources but 2 targets");
+  expect_error([&] { h.SetSlot(2, SlotState{9, Ids{1, 2, 3, 4, 5, 6}}); }, "needs 3 to 5 history ids");
+  EXPECT_EQ(h.GetSlot(0, true).position, before0.position);
+  EXPECT_EQ(h.GetSlot(0, true).history, before0.history);
+  EXPECT_EQ(h.GetSlot(1, true).history, before1.history);
+  // The valid forms: k = 0, a mixed batch, one source to several targets.
+  h.Rollback(Slots{0, 1}, Ids{2, 0});
+  EXPECT_EQ(h.GetSlot(0, true).history, (Ids{2, 3, 4}));
+  EXPECT_EQ(h.GetSlot(0).position, 4);
+  h.Fork(Slots{0, 0}, Slots{2, 3});
+  EXPECT_EQ(h.GetSlot(3, true).history, (Ids{2, 3, 4}));
+  EXPECT_EQ(h.GetSlot(3).position, 4);
+  EXPECT_EQ(h.GetSlot(2).history, (Ids{2, 3, 4}));
 }
 
 // The V4.1-Flash layout on a longer batch (the shapes the benchmark uses).

@@ -30,7 +30,11 @@ Hasher<Backend>::Hasher(const Layout& layout, int32_t slots, const TokenMap* tok
                 std::to_string(layout.layers.size()) + " layers)");
   }
   if (slots < 1) throw Error("cuda hasher: slots must be >= 1, got " + std::to_string(slots));
-  if (rollback_capacity < 0) throw Error("cuda hasher: rollback capacity " + std::to_string(rollback_capacity) + " is negative");
+  // A slot's row holds max_ngram - 1 + capacity ids, counted in int32 by the kernels.
+  if (rollback_capacity < 0 || rollback_capacity > INT32_MAX - (layout.max_ngram - 1)) {
+    throw Error("cuda hasher: rollback capacity " + std::to_string(rollback_capacity) + " is outside [0, " +
+                std::to_string(INT32_MAX - (layout.max_ngram - 1)) + "]");
+  }
   layers_ = static_cast<int32_t>(layout.layers.size());
   columns_ = layout.columns();
   keep_ = layout.max_ngram - 1;
@@ -283,7 +287,7 @@ void Hasher<Backend>::SlotBatch(std::span<const int32_t> slots, std::span<const 
       CheckSlot(to[e], ("fork: entry " + std::to_string(e) + " target").c_str());
       if (used[static_cast<size_t>(to[e])]++ || source[static_cast<size_t>(to[e])]) {
         throw Error("fork: entry " + std::to_string(e) + " target slot " + std::to_string(to[e]) +
-                    " is another entry's target or source; targets must be distinct and not sources");
+                    " is also a target or a source of this call; targets must be distinct and not sources");
       }
     }
   }

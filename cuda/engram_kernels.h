@@ -113,7 +113,7 @@ ENGRAM_HD uint64_t Quotient(uint64_t x, FastDiv f) {
 // Hash kernels (§HASH.1-§HASH.5)
 // ---------------------------------------------------------------------------
 
-// Everything the three hash kernels read and write. Plain pointers into one
+// Everything the hash kernels (gather, hash, state update, rollback, fork) read and write. Plain pointers into one
 // memory space (device memory, or host memory for the emulation).
 struct HashArgs {
   // Layout (§LAY, §RNG.4)

@@ -49,8 +49,9 @@ class Wkv {
   Wkv& operator=(const Wkv&) = delete;
 
   // e: [tokens][in_features] bf16 -> kv [tokens][out_features] bf16. fp8:
-  // a non-finite activation throws engram::Error naming its token and index
-  // (§FUS.2.1); act_codes()/act_scales() then hold the quantized activations.
+  // act_codes()/act_scales() then hold the quantized activations; a
+  // non-finite activation throws engram::Error naming its token and index
+  // (§FUS.2.1), and then they are not updated.
   std::vector<uint16_t> Apply(std::span<const uint16_t> e);
 
   // Asynchronous form on backend pointers: features [0, split) of token t go

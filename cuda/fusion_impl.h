@@ -239,14 +239,18 @@ void Wkv<Backend>::Launch(int64_t tokens, const uint16_t* e, uint16_t* kv, uint1
   a.kv = kv;
   a.kv_tail = kv_tail;
   if (tokens == 0) return;
-  last_e_ = e;
-  pending_ = true;
+  // Everything that can throw comes before the call is marked pending, so a
+  // refused launch leaves no stale error slot for Finish() to read.
   const int64_t n = fusion_detail::Product({tokens, base_.out}, "wkv: kv [tokens][out_features]");
   if (fp8_) {
     Reserve(tokens);
     a.a_codes = a_codes_.template as<uint8_t>();
     a.a_scales = a_scales_.template as<uint8_t>();
     backend_.Fill(a.error, 0xFF, sizeof(unsigned long long));
+  }
+  last_e_ = e;
+  pending_ = true;
+  if (fp8_) {
     backend_.template Run<WkvArgs, &ActQuantThread>(a, tokens * (base_.in / kFp8Block));
     backend_.template Run<WkvArgs, &WkvFp8Thread>(a, n);
   } else {
