@@ -586,6 +586,46 @@ ojson GateGroupTolerance() {
 // ---------------------------------------------------------------------------
 // gate_v41
 
+// A V41GateTest group header of the given shape (§FUS.9 tolerances of the v4.1 gate).
+ojson V41GateGroup(const std::string& comment, size_t dim, size_t hc, double eps) {
+  return {{"type", "V41GateTest"},
+          {"comment", comment},
+          {"profile", "v4.1"},
+          {"dim", dim},
+          {"hc", hc},
+          {"eps", Hex(eps)},
+          {"tolerance", ToleranceJson({{"rstd", Rule(2, -20, "absRef")},
+                                       {"dot", Rule(2, -18, "dotScale")},
+                                       {"gate", Rule(2, -18, "gateSlope")},
+                                       {"out", FaithfulRule()}})}};
+}
+
+// Random inputs of one V41GateTest (x, key, value, weights), unmasked.
+ojson RandomV41GateInput(InputRng& rng, size_t dim, size_t hc) {
+  return ojson{{"x", RandomBf16(rng, hc * dim, 0)},
+               {"key", RandomBf16(rng, hc * dim, 1)},
+               {"value", RandomBf16(rng, dim, 0)},
+               {"qWeight", RandomBf16(rng, hc * dim, 0)},
+               {"kWeight", RandomBf16(rng, hc * dim, 0)},
+               {"masked", false}};
+}
+
+// Stream 0 with h orthogonal to w*key in small exact values: the pairs cancel
+// exactly, so its dot is +0 in every summation order.
+void MakeStreamZeroOrthogonal(ojson& in, size_t dim) {
+  std::vector<uint16_t> x = in["x"].get<std::vector<uint16_t>>(), k = in["key"].get<std::vector<uint16_t>>(),
+                        q = in["qWeight"].get<std::vector<uint16_t>>(), kw = in["kWeight"].get<std::vector<uint16_t>>();
+  for (size_t i = 0; i < dim; ++i) {
+    x[i] = ToBf16(1.0);
+    k[i] = ToBf16(i % 2 == 0 ? 0.5 : -0.5);
+    q[i] = kw[i] = ToBf16(1.0);
+  }
+  in["x"] = x;
+  in["key"] = k;
+  in["qWeight"] = q;
+  in["kWeight"] = kw;
+}
+
 ojson GenerateGateV41() {
   SuiteBuilder b("gate_v41", "fusion.schema.json", "ENGRAM-FUSION");
   CommonNotes(b);
@@ -647,26 +687,10 @@ ojson GenerateGateV41() {
   // V41GateTest
   const size_t dim = 64, hc = 4;
   for (double eps : {1e-20, 1e-6}) {
-    ojson vg = {{"type", "V41GateTest"},
-                {"comment", "post-wkv gate, dim 64, hc 4, eps " + FloatHex(eps)},
-                {"profile", "v4.1"},
-                {"dim", dim},
-                {"hc", hc},
-                {"eps", Hex(eps)},
-                {"tolerance", ToleranceJson({{"rstd", Rule(2, -20, "absRef")},
-                                             {"dot", Rule(2, -18, "dotScale")},
-                                             {"gate", Rule(2, -18, "gateSlope")},
-                                             {"out", FaithfulRule()}})}};
+    ojson vg = V41GateGroup("post-wkv gate, dim 64, hc 4, eps " + FloatHex(eps), dim, hc, eps);
     size_t vgi = b.Group(vg);
     InputRng rng(eps == 1e-20 ? 0x46555331 : 0x46555332);
-    auto base = [&]() {
-      return ojson{{"x", RandomBf16(rng, hc * dim, 0)},
-                   {"key", RandomBf16(rng, hc * dim, 1)},
-                   {"value", RandomBf16(rng, dim, 0)},
-                   {"qWeight", RandomBf16(rng, hc * dim, 0)},
-                   {"kWeight", RandomBf16(rng, hc * dim, 0)},
-                   {"masked", false}};
-    };
+    auto base = [&]() { return RandomV41GateInput(rng, dim, hc); };
     for (int i = 0; i < 3; ++i) AddTest(b, vgi, vg, ComputeV41Gate, "random inputs", {}, {"§FUS.3"}, base());
     {
       ojson in = base();
@@ -687,20 +711,9 @@ ojson GenerateGateV41() {
               {"ZeroStream"}, {"§FUS.3", "§FUS.4"}, in);
     }
     {
-      // Orthogonal h and key with small exact values: the sum is exactly +0 in
-      // every order (pairs cancel exactly), so dot = +0 for all implementations.
+      // dot = +0 for all implementations.
       ojson in = base();
-      std::vector<uint16_t> x = in["x"].get<std::vector<uint16_t>>(), k = in["key"].get<std::vector<uint16_t>>(),
-                            q = in["qWeight"].get<std::vector<uint16_t>>(), kw = in["kWeight"].get<std::vector<uint16_t>>();
-      for (size_t i = 0; i < dim; ++i) {
-        x[i] = ToBf16(1.0);
-        k[i] = ToBf16(i % 2 == 0 ? 0.5 : -0.5);
-        q[i] = kw[i] = ToBf16(1.0);
-      }
-      in["x"] = x;
-      in["key"] = k;
-      in["qWeight"] = q;
-      in["kWeight"] = kw;
+      MakeStreamZeroOrthogonal(in, dim);
       AddTest(b, vgi, vg, ComputeV41Gate, "stream 0: h orthogonal to w*key, the sum cancels exactly to +0",
               {"ClampMin"}, {"§FUS.3", "§FUS.4"}, in);
     }
@@ -784,38 +797,15 @@ ojson GenerateGateV41() {
   // 0.5 — the output, not only the gate, tells the two apart beyond §FUS.9's
   // tolerance.
   for (double eps : {1e-20, 1e-6}) {
-    ojson cg = {{"type", "V41GateTest"},
-                {"comment", "post-wkv gate at an exact cancellation (dot = +0, out = 1 - 2 * gate), dim 64, hc 4, eps " +
-                                FloatHex(eps)},
-                {"profile", "v4.1"},
-                {"dim", dim},
-                {"hc", hc},
-                {"eps", Hex(eps)},
-                {"tolerance", ToleranceJson({{"rstd", Rule(2, -20, "absRef")},
-                                             {"dot", Rule(2, -18, "dotScale")},
-                                             {"gate", Rule(2, -18, "gateSlope")},
-                                             {"out", FaithfulRule()}})}};
+    ojson cg = V41GateGroup(
+        "post-wkv gate at an exact cancellation (dot = +0, out = 1 - 2 * gate), dim 64, hc 4, eps " + FloatHex(eps), dim,
+        hc, eps);
     size_t cgi = b.Group(cg);
     InputRng rng(eps == 1e-20 ? 0x46555333 : 0x46555334);
-    ojson in = {{"x", RandomBf16(rng, hc * dim, 0)},
-                {"key", RandomBf16(rng, hc * dim, 1)},
-                {"value", RandomBf16(rng, dim, 0)},
-                {"qWeight", RandomBf16(rng, hc * dim, 0)},
-                {"kWeight", RandomBf16(rng, hc * dim, 0)},
-                {"masked", false}};
-    std::vector<uint16_t> x = in["x"].get<std::vector<uint16_t>>(), k = in["key"].get<std::vector<uint16_t>>(),
-                          q = in["qWeight"].get<std::vector<uint16_t>>(), kw = in["kWeight"].get<std::vector<uint16_t>>(),
-                          v = in["value"].get<std::vector<uint16_t>>();
-    for (size_t i = 0; i < dim; ++i) {  // stream 0: pairs cancel exactly, dot = +0 in every order
-      x[i] = ToBf16(1.0);
-      k[i] = ToBf16(i % 2 == 0 ? 0.5 : -0.5);
-      q[i] = kw[i] = ToBf16(1.0);
-    }
+    ojson in = RandomV41GateInput(rng, dim, hc);
+    MakeStreamZeroOrthogonal(in, dim);
+    std::vector<uint16_t> v = in["value"].get<std::vector<uint16_t>>();
     v[0] = ToBf16(-2.0);
-    in["x"] = x;
-    in["key"] = k;
-    in["qWeight"] = q;
-    in["kWeight"] = kw;
     in["value"] = v;
     AddTest(b, cgi, cg, ComputeV41Gate,
             "stream 0: h orthogonal to w*key, dot = +0; v[0] = -2: out[0] = 1 - 2 * gate", {"ClampMin"},
