@@ -650,6 +650,117 @@ void FusionV41MatchesMirror(const std::string& property) {
 // HostLauncher: everywhere
 // ---------------------------------------------------------------------------
 
+// §STO.3 Every (code, scale) pair through the lookup kernel, from backend
+// and from mapped host memory. Row r of the table has all eight scales equal
+// to r and the 256 codes in the order c * stride mod 256, so the kernel
+// decodes every pair; with stride 1 each thread's 8 codes are consecutive
+// (groups like 0x08..0x0F take the two-at-a-time path at scales 10..246,
+// groups with a zero, subnormal or NaN code the per-element one), with
+// stride 37 they mix signs and exponents.
+template <class Backend>
+void AllPairsLookupMatchesReference() {
+  struct AllPairs final : RowSource {
+    explicit AllPairs(int stride) : stride_(stride) {}
+    int64_t rows() const override { return 256; }
+    int64_t head_dim() const override { return 256; }
+    std::string name() const override { return "<all pairs, stride " + std::to_string(stride_) + ">"; }
+    RowBytes Row(int64_t row) const override {
+      RowBytes b;
+      for (int c = 0; c < 256; ++c) b.codes.push_back(static_cast<uint8_t>((c * stride_) & 0xFF));
+      b.scales.assign(8, static_cast<uint8_t>(row));
+      return b;
+    }
+    int stride_;
+  };
+  Ids ids(256);
+  std::iota(ids.begin(), ids.end(), 0);
+  for (int stride : {1, 37}) {
+    const AllPairs table(stride);
+    for (TableMemory memory : {TableMemory::kBackend, TableMemory::kHostMapped}) {
+      Lookup<Backend> lookup(table, memory);
+      EXPECT_EQ(lookup.Rows(ids), LookupRows(table, ids)) << table.name();
+    }
+  }
+}
+
+TEST(HostLauncher, DecodeElementThroughLookupExhaustive_STO3) { AllPairsLookupMatchesReference<HostBackend>(); }
+
+// §STO.3 The lookup's normal-scale decode equals the reference for every
+// code at every scale of its range, both one element at a time
+// (DecodeElementBitsNormalScale) and two at a time (DecodePairNormal, for
+// the normal finite codes it is used for, against partners of every kind);
+// and the range is the widest one: at scales 9 and 247 the formula is wrong
+// for some code (a bf16 subnormal or an overflow).
+TEST(HostLauncher, DecodeNormalScaleExhaustive_STO3) {
+  int mismatches = 0;
+  auto expect = [&](bool ok, int code, int scale, const char* what) {
+    if (!ok && ++mismatches <= 10) ADD_FAILURE() << what << ": code 0x" << std::hex << code << " scale 0x" << scale;
+  };
+  for (int scale = kNormalScaleMin; scale <= kNormalScaleMax; ++scale) {
+    const uint32_t e2 = ((static_cast<uint32_t>(scale) - 7u) << 7) * 0x00010001u;
+    for (int code = 0; code < 256; ++code) {
+      const uint16_t want = DecodeElement(static_cast<uint8_t>(code), static_cast<uint8_t>(scale));
+      expect(DecodeElementBitsNormalScale(static_cast<uint8_t>(code), static_cast<uint8_t>(scale)) == want, code, scale,
+             "DecodeElementBitsNormalScale");
+      if ((code & 0x7F) < 8 || (code & 0x7F) == 0x7F) continue;
+      for (int partner : {0x08, 0x7E, 0x80 | 0x08, 0xFE, code, 0x55, 0xAA}) {
+        const uint16_t want2 = DecodeElement(static_cast<uint8_t>(partner), static_cast<uint8_t>(scale));
+        const uint32_t lanes = DecodePairNormal(static_cast<uint32_t>(code) | static_cast<uint32_t>(partner) << 16, e2);
+        expect((lanes & 0xFFFF) == want && (lanes >> 16) == want2, code, scale, "DecodePairNormal");
+        const uint32_t swapped = DecodePairNormal(static_cast<uint32_t>(partner) | static_cast<uint32_t>(code) << 16, e2);
+        expect((swapped & 0xFFFF) == want2 && (swapped >> 16) == want, code, scale, "DecodePairNormal (high half)");
+      }
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+  for (int scale : {kNormalScaleMin - 1, kNormalScaleMax + 1}) {
+    int wrong = 0;
+    for (int code = 0; code < 256; ++code) {
+      wrong += DecodeElementBitsNormalScale(static_cast<uint8_t>(code), static_cast<uint8_t>(scale)) !=
+               DecodeElement(static_cast<uint8_t>(code), static_cast<uint8_t>(scale));
+    }
+    EXPECT_GT(wrong, 0) << "scale " << scale << " is decoded correctly by the normal-scale formula: widen the range";
+  }
+}
+
+// AllNormalCodes / HasZeroByte / LowPair / HighPair against the byte-by-byte
+// definitions, for random words with each byte drawn from the code classes
+// (zero, subnormal, normal, NaN, either sign).
+RC_GTEST_PROP(HostLauncher, NormalCodeWordHelpers_STO3, ()) {
+  const auto code = rc::gen::oneOf(rc::gen::element<uint32_t>(0x00, 0x80, 0x7F, 0xFF, 0x08, 0x88, 0x7E, 0xFE),
+                                   rc::gen::inRange<uint32_t>(0, 256));
+  uint32_t w = 0;
+  bool all_normal = true;
+  bool zero_byte = false;
+  for (int b = 0; b < 4; ++b) {
+    const uint32_t c = *code;
+    w |= c << (8 * b);
+    all_normal = all_normal && (c & 0x7F) >= 8 && (c & 0x7F) != 0x7F;
+    zero_byte = zero_byte || c == 0;
+  }
+  RC_ASSERT(AllNormalCodes(w) == all_normal);
+  RC_ASSERT(HasZeroByte(w) == zero_byte);
+  RC_ASSERT(LowPair(w) == ((w & 0xFF) | ((w >> 8) & 0xFF) << 16));
+  RC_ASSERT(HighPair(w) == (((w >> 16) & 0xFF) | ((w >> 24) & 0xFF) << 16));
+}
+
+// The index arithmetic: Quotient(x, MakeFastDiv(d)) == x / d on both of its
+// paths (x and d below 2^32: 32-bit; otherwise 64-bit), at the edges of each.
+RC_GTEST_PROP(HostLauncher, QuotientEqualsDivision, (uint64_t x_raw, uint64_t d_raw)) {
+  const int xbits = *rc::gen::inRange(0, 65);
+  const int dbits = *rc::gen::inRange(1, 65);
+  const uint64_t x = xbits == 64 ? x_raw : x_raw & ((uint64_t{1} << xbits) - 1);
+  const uint64_t d = std::max<uint64_t>(1, dbits == 64 ? d_raw : d_raw & ((uint64_t{1} << dbits) - 1));
+  RC_ASSERT(Quotient(x, MakeFastDiv(d)) == x / d);
+  const uint64_t k32 = 0xFFFFFFFFull;
+  for (uint64_t e : {uint64_t{0}, uint64_t{1}, d - 1, d, d + 1, k32 - 1, k32, k32 + 1, ~uint64_t{0}, d * 7 + 3}) {
+    RC_ASSERT(Quotient(e, MakeFastDiv(d)) == e / d);
+    for (uint64_t dd : {uint64_t{1}, uint64_t{2}, uint64_t{3}, k32 - 1, k32, k32 + 1, ~uint64_t{0}}) {
+      RC_ASSERT(Quotient(e, MakeFastDiv(dd)) == e / dd);
+    }
+  }
+}
+
 // §STO.3 Every (code, scale) pair: the integer decode of the kernels equals
 // the reference's float decode bit for bit.
 TEST(HostLauncher, DecodeElementExhaustive_STO3) {
@@ -806,25 +917,7 @@ TEST(Device, Describe) {
 
 TEST(Device, DecodeElementExhaustive_STO3) {
   SKIP_WITHOUT_DEVICE();
-  // A table of 256 rows of head_dim 256: row r has codes 0..255 and all
-  // eight scales equal to r, so the kernel decodes every (code, scale) pair.
-  struct AllPairs final : RowSource {
-    int64_t rows() const override { return 256; }
-    int64_t head_dim() const override { return 256; }
-    std::string name() const override { return "<all pairs>"; }
-    RowBytes Row(int64_t row) const override {
-      RowBytes b;
-      for (int c = 0; c < 256; ++c) b.codes.push_back(static_cast<uint8_t>(c));
-      b.scales.assign(8, static_cast<uint8_t>(row));
-      return b;
-    }
-  } table;
-  Ids ids(256);
-  std::iota(ids.begin(), ids.end(), 0);
-  for (TableMemory memory : {TableMemory::kBackend, TableMemory::kHostMapped}) {
-    DeviceLookup lookup(table, memory);
-    EXPECT_EQ(lookup.Rows(ids), LookupRows(table, ids));
-  }
+  AllPairsLookupMatchesReference<DeviceBackend>();
 }
 
 TEST(Device, HashBatchesMatchReference_HASH5) {

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cmath>
 #include <cstring>
+#include <bit>
 
 #ifdef __CUDACC__
 #define ENGRAM_HD __host__ __device__ __forceinline__
@@ -31,6 +32,10 @@
 #endif
 
 namespace engram::cuda {
+
+// The lookup moves codes and bf16 results as little-endian words; so do
+// NVIDIA GPUs.
+static_assert(std::endian::native == std::endian::little, "engram::cuda assumes a little-endian host");
 
 // ---------------------------------------------------------------------------
 // Grid logic shared by kernels and host launcher
@@ -98,12 +103,29 @@ ENGRAM_HD uint64_t ModP(uint64_t x, uint64_t p, uint64_t m) {
 // The same argument as §HASH.7 (for every d >= 1, not only primes: m =
 // floor((2^64 - 1) / d) >= (2^64 - d) / d, so x * m / 2^64 > x / d - 1) makes
 // umulhi(x, m) equal floor(x / d) or one less; one correction is exact.
+//
+// The same holds with 32 bits (x, d < 2^32, m32 = floor((2^32 - 1) / d)), and
+// a 32 x 32 -> 64-bit product is one instruction where the 64-bit high
+// product is several, so Quotient takes that path when x and d are below 2^32
+// — every thread index of a grid below 2^32 threads, i.e. every realistic
+// batch; the branch is the same for (almost) all threads of a warp.
 struct FastDiv {
   uint64_t d = 1;
-  uint64_t m = ~0ull;  // floor((2^64 - 1) / d)
+  uint64_t m = ~0ull;          // floor((2^64 - 1) / d)
+  uint32_t d32 = 1;            // d when d < 2^32, else 0 (no 32-bit path)
+  uint32_t m32 = 0xFFFFFFFFu;  // floor((2^32 - 1) / d) when d < 2^32
 };
-inline FastDiv MakeFastDiv(uint64_t d) { return FastDiv{d, ~0ull / d}; }  // d >= 1 (host side)
+inline FastDiv MakeFastDiv(uint64_t d) {  // d >= 1 (host side)
+  if (d > 0xFFFFFFFFull) return FastDiv{d, ~0ull / d, 0u, 0u};
+  return FastDiv{d, ~0ull / d, static_cast<uint32_t>(d), static_cast<uint32_t>(0xFFFFFFFFu / d)};
+}
 ENGRAM_HD uint64_t Quotient(uint64_t x, FastDiv f) {
+  if (x <= 0xFFFFFFFFull && f.d32 != 0) {
+    const uint32_t x32 = static_cast<uint32_t>(x);
+    uint32_t q = static_cast<uint32_t>((static_cast<uint64_t>(x32) * f.m32) >> 32);
+    if (x32 - q * f.d32 >= f.d32) ++q;  // q * d32 <= x32: no wrap-around
+    return q;
+  }
   uint64_t q = MulHi64(x, f.m);
   if (x - q * f.d >= f.d) ++q;
   return q;
@@ -365,6 +387,68 @@ ENGRAM_HD uint16_t DecodeElementBits(uint8_t code, uint8_t scale) {
   return Bf16FromSmall(sign, mag, exp2);
 }
 
+// §STO.3 The same decode for scales 10 <= scale <= 246, where every result
+// is a normal, finite bf16 and so needs no rounding: the magnitudes are
+// 2^-9 .. 448 (< 2^9) times 2^(scale - 127), i.e. binary exponents
+// scale - 136 .. scale - 119, inside bf16's normal range [-126, 127] exactly
+// for those scales. Every scale of a real table is in range (§STO.5 ordinary
+// rows use 110 .. 130). The lookup kernel decodes a thread's 8 elements (one
+// scale) in one of three ways, all checked bit for bit against the reference
+// for all 65536 (code, scale) pairs:
+//  * scale in range and all 8 codes normal and finite (c = code & 0x7F in
+//    8 .. 0x7E, AllNormalCodes — nearly every thread of a real table, whose
+//    elements are rarely 2^-6 below their block's scale): DecodePairNormal,
+//    two elements per 32-bit operation;
+//  * scale in range, some code zero, subnormal or NaN:
+//    DecodeElementBitsNormalScale per element, a few selects;
+//  * any other scale: DecodeElementBits (rounding to bf16 subnormals, inf, NaN).
+inline constexpr uint8_t kNormalScaleMin = 10;
+inline constexpr uint8_t kNormalScaleMax = 246;
+
+ENGRAM_HD uint16_t DecodeElementBitsNormalScale(uint8_t code, uint8_t scale) {
+  const uint32_t c = code & 0x7Fu;  // the magnitude: exponent e = c >> 3, mantissa m = c & 7
+  // A normal E4M3 magnitude (c >= 8) is 1.m * 2^(e-7); its bf16 has exponent
+  // field e - 7 + (scale - 127) + 127 = e + scale - 7 (4 .. 254 here) and
+  // mantissa m << 4, and as c << 4 = e << 7 | m << 4, one addition places
+  // both: (c << 4) + ((scale - 7) << 7). A subnormal one (c = 1 .. 7, value
+  // c * 2^-9) equals the normal magnitude c << k (8 .. 15, e = 1) times 2^-k,
+  // k = 4 - bit length of c, so the same addition with the exponent lowered by k.
+  const uint32_t k = c >= 8 ? 0u : (c >= 4 ? 1u : (c >= 2 ? 2u : 3u));
+  const uint32_t mag = ((c << k) << 4) + ((static_cast<uint32_t>(scale) - 7u - k) << 7);
+  // Selects, not branches: the 32 threads of a warp decode different codes.
+  const uint32_t bits = (static_cast<uint32_t>(code & 0x80u) << 8) | (c == 0 ? 0u : mag);  // +-0 stays +-0
+  return static_cast<uint16_t>(c == 0x7Fu ? 0x7FC0u : bits);  // NaN code, as DecodeElementBits
+}
+
+// Whether some byte of x is zero. The usual bit trick: (x - 0x01..01) &
+// ~x & 0x80..80 is non-zero exactly when x has a zero byte (it may also flag a
+// 0x01 byte above a zero byte, which does not change the answer).
+ENGRAM_HD bool HasZeroByte(uint32_t x) { return ((x - 0x01010101u) & ~x & 0x80808080u) != 0; }
+
+// Whether all four codes of w (one per byte) are normal and finite E4M3:
+// c = code & 0x7F with exponent bits (0x78) not all zero and c != 0x7F.
+ENGRAM_HD bool AllNormalCodes(uint32_t w) {
+  return !HasZeroByte(w & 0x78787878u) && !HasZeroByte(~w & 0x7F7F7F7Fu);
+}
+
+// DecodeElementBitsNormalScale of two normal finite codes at once: `two`
+// holds one code in the low byte of each 16-bit half; the result holds their
+// bf16 bits in the same halves. e2 = ((scale - 7) << 7) in both halves,
+// 10 <= scale <= 246. A half never carries into the next: (c << 4) +
+// ((scale - 7) << 7) <= 0x7E0 + 0x7780 < 0x8000, so the sign bit (bit 15) is
+// free for the code's sign.
+ENGRAM_HD uint32_t DecodePairNormal(uint32_t two, uint32_t e2) {
+  const uint32_t c = two & 0x007F007Fu;
+  const uint32_t sign = (two & 0x00800080u) << 8;
+  return ((c << 4) + e2) | sign;
+}
+
+// Codes 0 and 1 (LowPair) or 2 and 3 (HighPair) of a little-endian word of
+// four codes, spread into the low bytes of the two 16-bit halves
+// (DecodePairNormal's input).
+ENGRAM_HD uint32_t LowPair(uint32_t w) { return (w & 0xFFu) | ((w & 0xFF00u) << 8); }
+ENGRAM_HD uint32_t HighPair(uint32_t w) { return ((w >> 16) & 0xFFu) | ((w >> 8) & 0xFF0000u); }
+
 // ---------------------------------------------------------------------------
 // Lookup kernel (§STO.6, §STO.7)
 // ---------------------------------------------------------------------------
@@ -409,32 +493,51 @@ ENGRAM_HD void LookupThread(const LookupArgs& a, int64_t g) {
   const int64_t item = static_cast<int64_t>(Quotient(static_cast<uint64_t>(g), a.by_row_threads));
   const int64_t first = (g - item * static_cast<int64_t>(a.by_row_threads.d)) * kElementsPerThread;  // first element of this thread
   const int64_t id = LookupId(a, item);
-  uint16_t* out = a.out + item * a.head_dim + first;
-  uint16_t v[kElementsPerThread] = {0, 0, 0, 0, 0, 0, 0, 0};  // +0: a row outside the shard
+  // = out + item * head_dim + first, as head_dim = row threads * 8; written so
+  // that nvcc sees the 16-byte alignment (from item * head_dim it emitted four
+  // 4-byte stores for the uint4 store below).
+  uint16_t* out = a.out + g * kElementsPerThread;
+  // The 8 bf16 results, two per word: element 2i in the low half of w[i] (the
+  // little-endian order of both the host and the GPU). +0: a row outside the shard.
+  uint32_t w[kElementsPerThread / 2] = {0, 0, 0, 0};
   if (id < 0 || id >= a.rows) {
     RecordError(a.error, static_cast<unsigned long long>(item));
   } else if (id >= a.shard_begin && id < a.shard_end) {
     const uint8_t* row = a.table + (id - a.shard_begin) * a.row_bytes;
     const uint8_t scale = row[a.head_dim + first / 32];  // one scale per 32-element block
-    uint8_t codes[kElementsPerThread];
+    uint32_t lo, hi;  // codes first .. first+3 and first+4 .. first+7, one per byte
 #ifdef __CUDA_ARCH__  // ENGRAM_DEVICE_ONLY: one 8-byte load when the row start is 8-aligned
     if ((a.row_bytes & 7) == 0) {
-      const uint2 w = *reinterpret_cast<const uint2*>(row + first);
-      std::memcpy(codes, &w, sizeof(codes));
+      const uint2 c = *reinterpret_cast<const uint2*>(row + first);
+      lo = c.x;
+      hi = c.y;
     } else {
-      for (int k = 0; k < kElementsPerThread; ++k) codes[k] = row[first + k];
+      std::memcpy(&lo, row + first, 4);
+      std::memcpy(&hi, row + first + 4, 4);
     }
 #else
-    std::memcpy(codes, row + first, sizeof(codes));
+    std::memcpy(&lo, row + first, 4);
+    std::memcpy(&hi, row + first + 4, 4);
 #endif
-    for (int k = 0; k < kElementsPerThread; ++k) v[k] = DecodeElementBits(codes[k], scale);
+    const bool normal_scale = scale >= kNormalScaleMin && scale <= kNormalScaleMax;
+    if (normal_scale && AllNormalCodes(lo) && AllNormalCodes(hi)) {
+      const uint32_t e2 = ((static_cast<uint32_t>(scale) - 7u) << 7) * 0x00010001u;
+      w[0] = DecodePairNormal(LowPair(lo), e2);
+      w[1] = DecodePairNormal(HighPair(lo), e2);
+      w[2] = DecodePairNormal(LowPair(hi), e2);
+      w[3] = DecodePairNormal(HighPair(hi), e2);
+    } else {
+      for (int k = 0; k < kElementsPerThread; ++k) {
+        const uint8_t code = static_cast<uint8_t>((k < 4 ? lo : hi) >> (8 * (k % 4)));
+        const uint32_t v = normal_scale ? DecodeElementBitsNormalScale(code, scale) : DecodeElementBits(code, scale);
+        w[k / 2] |= v << (16 * (k % 2));
+      }
+    }
   }
 #ifdef __CUDA_ARCH__  // ENGRAM_DEVICE_ONLY: one 16-byte store (out rows are 16-byte aligned)
-  uint4 w;
-  std::memcpy(&w, v, sizeof(w));
-  *reinterpret_cast<uint4*>(out) = w;
+  *reinterpret_cast<uint4*>(out) = make_uint4(w[0], w[1], w[2], w[3]);
 #else
-  std::memcpy(out, v, sizeof(v));
+  std::memcpy(out, w, sizeof(w));
 #endif
 }
 

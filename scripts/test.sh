@@ -54,11 +54,15 @@ cmake --build --preset release --target docs
 echo "== CUDA: engram::cuda built (sm_90 + PTX for sm_80+), its kernel code run by the host launcher against the reference"
 if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null 2>&1; then
   cmake --preset cuda >/dev/null
-  cmake --build --preset cuda -j "$(nproc)" --target cuda_tests cuda_plugin_tests engram_cuda_plugin engram_cuda_bench
+  cmake --build --preset cuda -j "$(nproc)" --target cuda_tests cuda_plugin_tests engram_cuda_plugin engram_cuda_bench \
+    cuda_kernel_code_tests
   # Device.* tests skip without a GPU (GTEST_SKIP); HostLauncher.* and the host conform run execute here.
   # The host properties take milliseconds per 100 cases: CI runs 1000 cases each (a few seconds).
   RC_PARAMS="${RC_PARAMS:-max_success=1000}" build/cuda/cuda/cuda_tests --gtest_brief=1
   build/cuda/cuda/cuda_plugin_tests --gtest_brief=1
+  # What nvcc made of the kernels (PTX for compute_90, ptxas for sm_90): no 64-bit division in the
+  # hash/lookup kernels, the lookup's 16-byte stores, no float32 FMA in the fusion, no spills.
+  build/cuda/cuda/cuda_kernel_code_tests --gtest_brief=1
 else
   echo "no nvcc (CUDA toolkit) on this machine: the CUDA stage is skipped"
 fi
