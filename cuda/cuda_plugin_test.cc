@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <bit>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -39,6 +40,7 @@
 #include "reference/fusion.h"
 #include "reference/hash.h"
 #include "reference/layout.h"
+#include "reference/storage.h"
 
 namespace {
 
@@ -405,6 +407,52 @@ TEST(CudaPlugin, GateFunctionOfTinyAndOrdinaryDots) {
                               : engram::GateDemo(mirror_input, engram::Precision::kFloat32).gate;
       EXPECT_EQ(got, want) << profile << " dot " << dot;
     }
+  }
+  dlclose(lib);
+}
+
+
+// §STO.10 engram_float_table_lookup through the plug-in: rows of the
+// synthetic float table equal LookupFloatRows bit for bit (float32 ==, which
+// the table's finite values make exact), and every bad argument is refused
+// with a message naming it and nothing written to `out`.
+TEST(CudaPlugin, FloatTableLookupRowsAndRefusals_STO10) {
+  void* lib = dlopen(ENGRAM_CUDA_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  const auto lookup = reinterpret_cast<decltype(&engram_float_table_lookup)>(dlsym(lib, "engram_float_table_lookup"));
+  ASSERT_NE(lookup, nullptr);
+  const uint64_t seed = 2026;
+  const int64_t rows = 37, width = 5;
+  const std::vector<int64_t> ids = {0, 36, 5, 5, 17};
+  std::vector<float> out(ids.size() * width, -1.0f);
+  char err[256] = "";
+  ASSERT_EQ(lookup(seed, rows, width, ids.data(), ids.size(), out.data(), out.size(), err, sizeof err), 0) << err;
+  const std::vector<float> want = engram::LookupFloatRows(*engram::SyntheticFloatTable(seed, rows, width), ids);
+  ASSERT_EQ(out.size(), want.size());
+  for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(std::bit_cast<uint32_t>(out[i]), std::bit_cast<uint32_t>(want[i])) << i;
+
+  struct Bad {
+    int64_t rows, width;
+    std::vector<int64_t> ids;
+    size_t out_len;
+    std::string names;  // the message must contain this
+  };
+  const std::vector<Bad> cases = {
+      {0, width, {0}, 64, "rows: 0"},
+      {-3, width, {0}, 64, "rows: -3"},
+      {rows, 0, {0}, 64, "width: 0"},
+      {rows, -1, {0}, 64, "width: -1"},
+      {rows, width, {0, 1}, 9, "out"},
+      {rows, width, {0, 37}, 64, "37"},
+      {rows, width, {-1}, 64, "-1"},
+  };
+  for (const Bad& b : cases) {
+    std::vector<float> sink(64, 7.0f);
+    char msg[256] = "";
+    EXPECT_NE(lookup(seed, b.rows, b.width, b.ids.data(), b.ids.size(), sink.data(), b.out_len, msg, sizeof msg), 0)
+        << b.names;
+    EXPECT_NE(std::string(msg).find(b.names), std::string::npos) << "message: " << msg;
+    EXPECT_EQ(sink, std::vector<float>(64, 7.0f)) << "a refused call wrote to out: " << b.names;
   }
   dlclose(lib);
 }

@@ -42,6 +42,11 @@ __global__ void GatherKernel(HashArgs a) {
   if (g < a.tokens) GatherThread(a, g);
 }
 
+__global__ void MixKernel(HashArgs a) {
+  const int64_t g = GlobalIndex(blockIdx.x, threadIdx.x, blockDim.x);
+  if (g < a.tokens) MixThread(a, g);
+}
+
 __global__ void HashKernel(HashArgs a, int64_t n) {
   const int64_t g = GlobalIndex(blockIdx.x, threadIdx.x, blockDim.x);
   if (g < n) HashThread(a, g);
@@ -189,6 +194,12 @@ void DeviceBackend::Gather(const HashArgs& a) {
   Check(cudaSetDevice(device_), "cudaSetDevice");
   GatherKernel<<<BlocksFor(a.tokens), kBlockThreads, 0, AsStream(stream_)>>>(a);
   Check(cudaGetLastError(), "launch of the gather kernel");
+}
+
+void DeviceBackend::Mix(const HashArgs& a) {
+  Check(cudaSetDevice(device_), "cudaSetDevice");
+  MixKernel<<<BlocksFor(a.tokens), kBlockThreads, 0, AsStream(stream_)>>>(a);
+  Check(cudaGetLastError(), "launch of the mix kernel");
 }
 
 void DeviceBackend::Hash(const HashArgs& a) {

@@ -63,6 +63,7 @@ class HostBackend {
   void ToHost(void* dst, const void* src, size_t bytes);
   void Fill(void* dst, int byte, size_t bytes);
   void Gather(const HashArgs& a);
+  void Mix(const HashArgs& a);
   void Hash(const HashArgs& a);
   void Update(const HashArgs& a);
   void RollbackCheck(const HashArgs& a);
@@ -100,6 +101,7 @@ class DeviceBackend {
   void ToHost(void* dst, const void* src, size_t bytes);
   void Fill(void* dst, int byte, size_t bytes);
   void Gather(const HashArgs& a);
+  void Mix(const HashArgs& a);
   void Hash(const HashArgs& a);
   void Update(const HashArgs& a);
   void RollbackCheck(const HashArgs& a);
@@ -235,7 +237,7 @@ class Hasher {
 
   int32_t layers_ = 0, columns_ = 0, keep_ = 0, slots_ = 0, capacity_ = 0;
   Buffer<Backend> multipliers_, columns_buf_, map_, positions_, retained_, history_, error_;
-  Buffer<Backend> compressed_, token_seq_;  // scratch, grown as needed
+  Buffer<Backend> compressed_, token_seq_, mixes_;  // scratch, grown as needed
   int64_t token_capacity_ = 0;
   // For the host-span Append only.
   Buffer<Backend> in_ids_, in_offsets_, in_slots_, in_mask_, out_rows_;

@@ -34,6 +34,7 @@
 #include "cuda/engram_cuda.h"
 #include "cuda/engram_kernels.h"
 #include "cuda/test_failcase.h"
+#include "cuda/test_random.h"
 #include "reference/config.h"
 #include "reference/error.h"
 #include "reference/fusion.h"
@@ -570,14 +571,7 @@ void HashThenLookupMatchesReference() {
 // The values come from one drawn seed rather than one RapidCheck draw each,
 // so that shrinking a failure (thousands of values at dim 5120) only shrinks
 // the shape and stays fast.
-struct Bf16Source {
-  uint64_t state;
-  uint64_t Next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+struct Bf16Source : SplitMix64 {
   uint16_t Draw() {
     const uint64_t r = Next();
     const int kind = static_cast<int>(r % 40);

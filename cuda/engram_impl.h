@@ -50,7 +50,8 @@ Hasher<Backend>::Hasher(const Layout& layout, int32_t slots, const TokenMap* tok
       const uint64_t p = static_cast<uint64_t>(l.prime(col));
       if (p < 2 || p >= (uint64_t{1} << 63)) throw Error("cuda hasher: prime " + std::to_string(p) + " outside [2, 2^63)");
       const int64_t n = 2 + col / layout.heads;  // §HASH.4 col = (n - 2) * heads + head
-      columns.push_back(HashColumn{p, UINT64_MAX / p, l.offsets[static_cast<size_t>(col)], n});
+      const int64_t layer = static_cast<int64_t>(columns.size()) / columns_;
+      columns.push_back(HashColumn{p, UINT64_MAX / p, l.offsets[static_cast<size_t>(col)], layer * keep_ + n - 2});
     }
   }
   multipliers_ = Buffer<Backend>(&backend_, multipliers.size() * sizeof(int64_t));
@@ -65,8 +66,7 @@ Hasher<Backend>::Hasher(const Layout& layout, int32_t slots, const TokenMap* tok
   base_.pad = layout.pad;
   base_.vocab = layout.compressed_vocab_size;
   base_.capacity = capacity_;
-  base_.by_columns = MakeFastDiv(static_cast<uint64_t>(columns_));
-  base_.by_layers = MakeFastDiv(static_cast<uint64_t>(layers_));
+  base_.by_token_values = MakeFastDiv(static_cast<uint64_t>(layers_) * static_cast<uint64_t>(columns_));
   base_.multipliers = multipliers_.template as<int64_t>();
   base_.columns = columns_buf_.template as<HashColumn>();
   if (token_map != nullptr) {
@@ -110,6 +110,8 @@ void Hasher<Backend>::Reserve(int64_t tokens, int32_t sequences) {
   const int64_t cap = std::max<int64_t>(tokens, 2 * token_capacity_);
   compressed_ = Buffer<Backend>(&backend_, static_cast<size_t>(cap) * sizeof(int64_t));
   token_seq_ = Buffer<Backend>(&backend_, static_cast<size_t>(cap) * sizeof(int32_t));
+  mixes_ = Buffer<Backend>(&backend_, static_cast<size_t>(cap) * static_cast<size_t>(layers_) * static_cast<size_t>(keep_) *
+                                          sizeof(uint64_t));
   token_capacity_ = cap;
 }
 
@@ -135,9 +137,11 @@ void Hasher<Backend>::Launch(const int32_t* slots, const int64_t* offsets, int32
   Reserve(tokens, sequences);
   a.compressed = compressed_.template as<int64_t>();
   a.token_seq = token_seq_.template as<int32_t>();
+  a.mixes = mixes_.template as<uint64_t>();
   backend_.Fill(a.error, 0xFF, sizeof(unsigned long long));  // kNoError
   if (tokens > 0) {
     backend_.Gather(a);
+    backend_.Mix(a);
     backend_.Hash(a);
   }
   if (sequences > 0) backend_.Update(a);

@@ -79,13 +79,14 @@ ENGRAM_HD uint64_t MulHi64(uint64_t a, uint64_t b) {
 
 // One hash column (a (layer, order, head) bucket): its prime p, the
 // precomputed m = floor((2^64 - 1) / p) of §HASH.7, the column's row offset,
-// and its n-gram order n (col = (n - 2) * heads + head, §HASH.4), stored so
-// that the kernel needs no division to find it.
+// and which of a token's mixes it reduces, layer * (max_ngram - 1) + n - 2
+// for its n-gram order n (col = (n - 2) * heads + head, §HASH.4), stored so
+// that the kernel needs no division to find them.
 struct HashColumn {
   uint64_t p = 0;
   uint64_t m = 0;
   int64_t offset = 0;
-  int64_t n = 0;
+  int64_t mix = 0;
 };
 
 // §HASH.7 x mod p for every uint64 x: q' = umulhi(x, m) is floor(x/p) or one
@@ -170,9 +171,8 @@ struct HashArgs {
   int64_t* retained = nullptr;           // [slots]
   int64_t* history = nullptr;            // [slots][max_ngram - 1 + capacity]
 
-  // Index arithmetic of the hash kernel (FastDiv by columns and by layers).
-  FastDiv by_columns;
-  FastDiv by_layers;
+  // Index arithmetic of the hash kernel: values per token, layers * columns.
+  FastDiv by_token_values;
 
   // Rollback and fork batches: entry e names slot seq_slots[e] (sequences
   // entries) and rolls it back by counts[e], or copies it to fork_to[e].
@@ -182,6 +182,7 @@ struct HashArgs {
   // Scratch and outputs
   int64_t* compressed = nullptr;         // [tokens] compressed ids (gather output)
   int32_t* token_seq = nullptr;          // [tokens] sequence index of each token
+  uint64_t* mixes = nullptr;             // [tokens][layers][max_ngram - 1] §HASH.3 mix of each order n = 2 ..
   int64_t* rows = nullptr;               // [tokens][layers][columns] (§HASH.4)
   unsigned long long* error = nullptr;   // smallest refused token index, kNoError if none
 };
@@ -229,47 +230,55 @@ ENGRAM_HD void GatherThread(const HashArgs& a, int64_t t) {
   a.compressed[t] = id;
 }
 
-// Kernel 2, one thread per output value (token, layer, column): the rolling
-// mix of the column's n-gram (§HASH.2-§HASH.3) and its residue (§HASH.4).
-// g is the index of the value in rows[t][layer][col], so the threads of a
-// warp write 32 consecutive int64 (coalesced). The mix is recomputed by each
-// of the heads of an order: a few multiplies from cached loads, cheaper than
-// the strided stores of one thread per order.
-ENGRAM_HD void HashThread(const HashArgs& a, int64_t g) {
+// Kernel 2, one thread per token: the rolling mix (§HASH.3) of every layer
+// and n-gram order, mixes[t][layer][n - 2]. The window tok_s, s = 0 ..
+// max_ngram - 1, comes from this chunk or else from the slot's history
+// (§HASH.2), with the left padding and (v4.1) the DEAD blocking: once a slot
+// is blocked, older slots are too. The mix of order n is the XOR of tok_s *
+// multiplier[layer][s] over s < n, so the orders of a layer share one running
+// XOR. Computed once per token here, not by each of the token's heads: the
+// hash threads only reduce it. The window is re-read for each layer (cached
+// loads) so that no per-thread array is needed (max_ngram is a runtime value).
+ENGRAM_HD void MixThread(const HashArgs& a, int64_t t) {
   const int32_t orders = a.max_ngram - 1;
-  const uint64_t token_layer = Quotient(static_cast<uint64_t>(g), a.by_columns);  // t * layers + layer
-  const int64_t col = g - static_cast<int64_t>(token_layer * a.by_columns.d);
-  const int64_t t = static_cast<int64_t>(Quotient(token_layer, a.by_layers));
-  const int64_t layer = static_cast<int64_t>(token_layer) - t * a.layers;
-  const HashColumn c = a.columns[layer * static_cast<int64_t>(a.by_columns.d) + col];
-  const int32_t slots_used = static_cast<int32_t>(c.n);  // n slots: tok_0 .. tok_{n-1}
-
   const int32_t seq = a.token_seq[t];
-  const int64_t start = a.seq_offsets[seq];
-  const int64_t i = t - start;                      // index within this chunk
+  const int64_t i = t - a.seq_offsets[seq];  // index within this chunk
   const int32_t slot = a.seq_slots[seq];
-  const int64_t pos = a.positions[slot] + i;        // §HASH.5 absolute position
+  const int64_t pos = a.positions[slot] + i;  // §HASH.5 absolute position
   // The slot's last max-1 ids (right-aligned after the rollback capacity).
   const int64_t* hist = a.history + static_cast<int64_t>(slot) * (orders + a.capacity) + a.capacity;
-  const int64_t* mult = a.multipliers + layer * a.max_ngram;
-
-  uint64_t rolling = 0;
-  bool blocked = false;
-  for (int32_t s = 0; s < slots_used; ++s) {
-    // §HASH.2 tok_s: s positions back; from this chunk, else from the history.
-    const bool before_start = pos < s;
-    int64_t x = a.pad;
-    if (!before_start) x = i >= s ? a.compressed[t - s] : hist[orders + (i - s)];
-    if (a.v41) {
-      blocked = blocked || before_start || x == -1;  // once blocked, older slots stay blocked
-    } else {
-      blocked = before_start;  // demo-v1: left padding only
+  for (int32_t layer = 0; layer < a.layers; ++layer) {
+    const int64_t* mult = a.multipliers + static_cast<int64_t>(layer) * a.max_ngram;
+    uint64_t* out = a.mixes + (t * a.layers + layer) * orders;
+    uint64_t rolling = 0;
+    bool blocked = false;
+    for (int32_t s = 0; s < a.max_ngram; ++s) {
+      // §HASH.2 tok_s: s positions back; from this chunk, else from the history.
+      const bool before_start = pos < s;
+      int64_t x = a.pad;
+      if (!before_start) x = i >= s ? a.compressed[t - s] : hist[orders + (i - s)];
+      if (a.v41) {
+        blocked = blocked || before_start || x == -1;  // once blocked, older slots stay blocked
+      } else {
+        blocked = before_start;  // demo-v1: left padding only
+      }
+      const int64_t tok = blocked ? a.pad : x;
+      // §HASH.3 int64 products wrap in two's complement: unsigned arithmetic.
+      rolling ^= static_cast<uint64_t>(tok) * static_cast<uint64_t>(mult[s]);
+      if (s >= 1) out[s - 1] = rolling;  // the mix of order n = s + 1
     }
-    const int64_t tok = blocked ? a.pad : x;
-    // §HASH.3 int64 products wrap in two's complement: unsigned arithmetic.
-    rolling ^= static_cast<uint64_t>(tok) * static_cast<uint64_t>(mult[s]);
   }
+}
 
+// Kernel 3, one thread per output value (token, layer, column): the residue
+// (§HASH.4) of the column's mix. g is the index of the value in
+// rows[t][layer][col], so the threads of a warp write 32 consecutive int64
+// (coalesced), and a thread is one cached load, the §HASH.7 reduction and
+// one store.
+ENGRAM_HD void HashThread(const HashArgs& a, int64_t g) {
+  const int64_t t = static_cast<int64_t>(Quotient(static_cast<uint64_t>(g), a.by_token_values));
+  const HashColumn c = a.columns[g - t * static_cast<int64_t>(a.by_token_values.d)];  // [layer][col]
+  const uint64_t rolling = a.mixes[t * a.layers * (a.max_ngram - 1) + c.mix];
   // §HASH.4 floor-mod: for a negative mix (demo-v1 only) p - 1 - (~x mod p).
   const bool negative = static_cast<int64_t>(rolling) < 0;
   uint64_t r = ModP(negative ? ~rolling : rolling, c.p, c.m);
@@ -277,7 +286,7 @@ ENGRAM_HD void HashThread(const HashArgs& a, int64_t g) {
   a.rows[g] = static_cast<int64_t>(r) + c.offset;
 }
 
-// Kernel 3, one thread per sequence: append the chunk to the slot's state
+// Kernel 4, one thread per sequence: append the chunk to the slot's state
 // (§HASH.5) — unless some id of the batch was refused, in which case no
 // state changes (as the reference refuses a call before changing anything).
 ENGRAM_HD void UpdateStateThread(const HashArgs& a, int32_t seq) {

@@ -33,6 +33,7 @@
 #include "cuda/engram_cuda.h"
 #include "cuda/fusion.h"
 #include "cuda/test_failcase.h"
+#include "cuda/test_random.h"
 #include "reference/config.h"
 #include "reference/error.h"
 #include "reference/fusion.h"
@@ -137,14 +138,7 @@ ojson HexBf16s(std::span<const uint16_t> v) {
 }
 
 // SplitMix64: every value of a case from one drawn seed.
-struct Source {
-  uint64_t state;
-  uint64_t Next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+struct Source : SplitMix64 {
   int Below(int n) { return static_cast<int>(Next() % static_cast<uint64_t>(n)); }
 
   // float32: mostly moderate (2^-8 .. 2^5), some ±0, exact powers of two,

@@ -58,6 +58,9 @@ void HostBackend::Sync() {}
 void HostBackend::Gather(const HashArgs& a) {
   EmulateGrid(a.tokens, [&](int64_t g) { GatherThread(a, g); });
 }
+void HostBackend::Mix(const HashArgs& a) {
+  EmulateGrid(a.tokens, [&](int64_t g) { MixThread(a, g); });
+}
 void HostBackend::Hash(const HashArgs& a) {
   EmulateGrid(a.tokens * a.layers * (a.max_ngram - 1) * a.heads, [&](int64_t g) { HashThread(a, g); });
 }

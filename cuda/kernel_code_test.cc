@@ -4,10 +4,11 @@
 // the properties below are visible instruction by instruction, and run
 // ptxas on it for sm_90. They turn claims of cuda/README.md into checks:
 //
-//  * KernelCode.HotKernelsDivideNo64BitIntegers: the hash, state, lookup and
-//    float-gather kernels contain no div/rem on 64-bit integers (#6: "no
-//    64-bit hardware division in the inner loop"; a GPU has none, nvcc
-//    expands each into a ~70-instruction routine) and call no functions;
+//  * KernelCode.HotKernelsDivideNo64BitIntegers: the gather, mix, hash,
+//    state, lookup and float-gather kernels contain no div/rem on 64-bit
+//    integers (#6: "no 64-bit hardware division in the inner loop"; a GPU
+//    has none, nvcc expands each into a ~70-instruction routine) and call no
+//    functions;
 //  * KernelCode.LookupLoads8AndStores16Bytes: the lookup's one global store
 //    is a 16-byte vector store and its codes come in one 8-byte load
 //    (nvcc once split the uint4 store into four 4-byte stores);
@@ -134,9 +135,10 @@ bool Is64BitDivision(const std::string& op) {
 bool IsGlobalStore(const std::string& op) { return StartsWith(op, "st.global"); }
 bool IsGlobalLoad(const std::string& op) { return StartsWith(op, "ld.global"); }
 
-constexpr std::array<std::string_view, 8> kHotKernels = {
-    "12GatherKernel",        "10HashKernel",        "17UpdateStateKernel", "19RollbackCheckKernel",
-    "19RollbackApplyKernel", "10ForkKernel",        "12LookupKernel",      "17FloatGatherThread"};
+constexpr std::array<std::string_view, 9> kHotKernels = {
+    "12GatherKernel",      "9MixKernel",            "10HashKernel",
+    "17UpdateStateKernel", "19RollbackCheckKernel", "19RollbackApplyKernel",
+    "10ForkKernel",        "12LookupKernel",        "17FloatGatherThread"};
 constexpr std::array<std::string_view, 11> kFusionKernels = {
     "16FusionGateKernel", "18FusionUpdateKernel", "18GateFunctionThread", "13WkvBf16Thread",
     "14ActQuantThread",   "12WkvFp8Thread",       "14DemoProjThread",     "14DemoGateThread",
