@@ -107,27 +107,30 @@ def main():
         out["hash"].append(r)
 
     has_e8m0 = hasattr(torch, "float8_e8m0fnu")
+    torch_seconds = {}  # (rows, items) -> seconds: torch's gather and decode do not depend on the codes
     for lk in cuda.get("lookup", [{"table": "device memory", "rows": 1 << 22, "items": 1 << 22}]):
         if lk.get("table") != "device memory":
             continue  # torch eager has no mapped-host-memory gather; device table only
         rows, items = lk["rows"], lk["items"]
-        table = torch.randint(0, 0x78, (rows, 264), dtype=torch.uint8, device=dev)
-        idx = torch.randint(0, rows, (items,), generator=g).to(dev)
+        if (rows, items) not in torch_seconds:
+            table = torch.randint(0, 0x78, (rows, 264), dtype=torch.uint8, device=dev)
+            idx = torch.randint(0, rows, (items,), generator=g).to(dev)
 
-        def torch_lookup():
-            r = table.index_select(0, idx)
-            codes = r[:, :256].contiguous().view(torch.float8_e4m3fn).float().view(items, 8, 32)
-            s = r[:, 256:].contiguous()
-            scales = s.view(torch.float8_e8m0fnu).float() if has_e8m0 else torch.exp2(s.float() - 127)
-            return (codes * scales.unsqueeze(-1)).to(torch.bfloat16).view(items, 256)
+            def torch_lookup():
+                r = table.index_select(0, idx)
+                codes = r[:, :256].contiguous().view(torch.float8_e4m3fn).float().view(items, 8, 32)
+                s = r[:, 256:].contiguous()
+                scales = s.view(torch.float8_e8m0fnu).float() if has_e8m0 else torch.exp2(s.float() - 127)
+                return (codes * scales.unsqueeze(-1)).to(torch.bfloat16).view(items, 256)
 
-        t = best_time(torch_lookup)
-        r = {"table": "device memory", "items": items, "seconds": t, "rowsPerSecond": items / t}
+            torch_seconds[(rows, items)] = best_time(torch_lookup)
+            del table
+        t = torch_seconds[(rows, items)]
+        r = {"table": "device memory", "codes": lk.get("codes"), "items": items, "seconds": t, "rowsPerSecond": items / t}
         if "rowsPerSecond" in lk:
             r["cudaSpeedup"] = lk["rowsPerSecond"] / r["rowsPerSecond"]
-            r["goal"] = ">= 5x torch eager"
+            r["goal"] = ">= 5x torch eager" if str(lk.get("codes", "")).startswith("normal") else "report only"
         out["lookup"].append(r)
-        del table
     print(json.dumps(out, indent=1))
     return 0
 

@@ -443,8 +443,8 @@ TEST(CudaPlugin, FloatTableLookupRowsAndRefusals_STO10) {
       {rows, 0, {0}, 64, "width: 0"},
       {rows, -1, {0}, 64, "width: -1"},
       {rows, width, {0, 1}, 9, "out"},
-      {rows, width, {0, 37}, 64, "37"},
-      {rows, width, {-1}, 64, "-1"},
+      {rows, width, {0, 37}, 64, "index 1 (row 37)"},
+      {rows, width, {-1}, 64, "index 0 (row -1)"},
   };
   for (const Bad& b : cases) {
     std::vector<float> sink(64, 7.0f);

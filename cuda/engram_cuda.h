@@ -257,8 +257,8 @@ class Lookup {
   // backend memory or mapped pinned host memory. shard_end < 0: all rows.
   Lookup(const RowSource& source, TableMemory memory, int64_t shard_begin = 0, int64_t shard_end = -1,
          int device = 0);
-  // An uninitialised table of `rows` packed rows (benchmarks fill it with
-  // Fill/FillRandom; tests use the RowSource constructor).
+  // An uninitialised table of `rows` packed rows (the benchmark fills it on
+  // the device, through kernel_table(); tests use the RowSource constructor).
   Lookup(int64_t rows, int64_t head_dim, TableMemory memory, int device = 0);
   ~Lookup();
   Lookup(const Lookup&) = delete;

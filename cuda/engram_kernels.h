@@ -110,11 +110,13 @@ ENGRAM_HD uint64_t ModP(uint64_t x, uint64_t p, uint64_t m) {
 // product is several, so Quotient takes that path when x and d are below 2^32
 // — every thread index of a grid below 2^32 threads, i.e. every realistic
 // batch; the branch is the same for (almost) all threads of a warp.
+// Build one with MakeFastDiv; the defaults (d = 1, d32 = 0: no 32-bit path)
+// keep a FastDiv made some other way on the 64-bit path, which needs only d, m.
 struct FastDiv {
   uint64_t d = 1;
-  uint64_t m = ~0ull;          // floor((2^64 - 1) / d)
-  uint32_t d32 = 1;            // d when d < 2^32, else 0 (no 32-bit path)
-  uint32_t m32 = 0xFFFFFFFFu;  // floor((2^32 - 1) / d) when d < 2^32
+  uint64_t m = ~0ull;  // floor((2^64 - 1) / d)
+  uint32_t d32 = 0;    // d when d < 2^32, else 0 (no 32-bit path)
+  uint32_t m32 = 0;    // floor((2^32 - 1) / d) when d < 2^32
 };
 inline FastDiv MakeFastDiv(uint64_t d) {  // d >= 1 (host side)
   if (d > 0xFFFFFFFFull) return FastDiv{d, ~0ull / d, 0u, 0u};

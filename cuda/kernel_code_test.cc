@@ -25,9 +25,10 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
-#include <map>
+#include <iostream>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,13 +42,22 @@ struct Entry {
   std::vector<std::string> lines;
 };
 
+// The PTX files, one path per line of the list CMake writes at generation time.
 std::vector<std::string> PtxFiles() {
   std::vector<std::string> files;
-  std::stringstream list(ENGRAM_CUDA_PTX_FILES);  // colon-separated, from CMake
-  for (std::string f; std::getline(list, f, ':');) {
+  std::ifstream list(ENGRAM_CUDA_PTX_LIST);
+  if (!list) throw std::runtime_error(std::string("cannot read ") + ENGRAM_CUDA_PTX_LIST + " (re-run cmake)");
+  for (std::string f; std::getline(list, f);) {
     if (!f.empty()) files.push_back(f);
   }
   return files;
+}
+
+// `s` as one POSIX shell word: in single quotes, each ' written as '\''.
+std::string ShellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
 }
 
 // Splits each PTX file into its entries: an entry runs from its ".entry"
@@ -210,8 +220,9 @@ TEST(KernelCode, FusionKernelsAreNotContracted) {
 // errors; the report (registers per kernel) is printed.
 TEST(KernelCode, Sm90NoSpillsNoLocalMemory) {
   for (const std::string& file : PtxFiles()) {
-    const std::string command = std::string("'") + ENGRAM_PTXAS + "' -arch=sm_90 -O3 -v --warn-on-spills " +
-                                "--warn-on-local-memory-usage --warning-as-error '" + file + "' -o /dev/null 2>&1";
+    const std::string command = ShellQuote(ENGRAM_PTXAS) + " -arch=sm_90 -O3 -v --warn-on-spills " +
+                                "--warn-on-local-memory-usage --warning-as-error " + ShellQuote(file) +
+                                " -o /dev/null 2>&1";
     std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
     ASSERT_NE(pipe, nullptr) << command;
     std::string report;
