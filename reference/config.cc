@@ -282,20 +282,14 @@ EngramConfig ParseConfig(const nlohmann::json& doc, std::string_view source,
   return *profile == Profile::kV41 ? ParseV41(doc, source) : ParseDemo(doc, source);
 }
 
-nlohmann::json ReadJsonFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string() + ": cannot open for reading");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  try {
-    return nlohmann::json::parse(buffer.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(path.string() + ": malformed JSON: " + e.what());
-  }
+nlohmann::json ReadJsonFile(const std::filesystem::path& path, InputKind kind) {
+  // §ERR.4 bounded read, §ERR.5 unique keys: a second "engram_pad_id" would
+  // otherwise silently win over the first.
+  return ParseJson(ReadInputFile(path, kind), path.string());
 }
 
 EngramConfig LoadConfig(const std::filesystem::path& path, std::optional<Profile> override_profile) {
-  return ParseConfig(ReadJsonFile(path), path.string(), override_profile);
+  return ParseConfig(ReadJsonFile(path, InputKind::kConfig), path.string(), override_profile);
 }
 
 EngramConfig V41FlashConfig() {

@@ -22,6 +22,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reference/bad_inputs.h"
+
 namespace engram {
 
 /// The two profiles of the spec (spec/README.md, "Profiles").
@@ -76,8 +78,9 @@ EngramConfig LoadConfig(const std::filesystem::path& path,
 EngramConfig V41FlashConfig();  ///< DeepSeek-V4.1-Flash inference config.json values
 EngramConfig DemoV1Config();    ///< engram_demo_v1.py defaults
 
-/// §CFG.4 Reads a JSON document from a file; errors name the path and the parse position.
-nlohmann::json ReadJsonFile(const std::filesystem::path& path);
+/// §CFG.4 Reads a JSON document from a file of `kind` (its §ERR.4 size limit);
+/// errors name the path and the parse position; a repeated key is refused (§ERR.5).
+nlohmann::json ReadJsonFile(const std::filesystem::path& path, InputKind kind);
 
 }  // namespace engram
 

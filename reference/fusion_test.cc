@@ -361,7 +361,7 @@ void Close64(double ours, double numpy, double scale, const std::string& what) {
 TEST(NumpyCrosscheck, FusionFileIfPresent) {
   const char* path = std::getenv("ENGRAM_NUMPY_FUSION_CROSSCHECK");
   if (path == nullptr || *path == '\0') GTEST_SKIP() << "ENGRAM_NUMPY_FUSION_CROSSCHECK is not set";
-  const nlohmann::json doc = ReadJsonFile(path);
+  const nlohmann::json doc = ReadJsonFile(path, engram::InputKind::kVectorFile);
   size_t n_v41 = 0, n_gates = 0, n_fp8 = 0, n_demo = 0, n_values = 0;
   for (const auto& c : doc.at("v41")) {
     SCOPED_TRACE("v41 case " + std::to_string(n_v41));

@@ -789,7 +789,7 @@ TEST(HashV41, ShippedConfigRowsInRangeAndPadWindow_HASH4) {
 TEST(NumpyCrosscheck, HashFileIfPresent) {
   const char* path = std::getenv("ENGRAM_NUMPY_HASH_CROSSCHECK");
   if (path == nullptr || *path == '\0') GTEST_SKIP() << "ENGRAM_NUMPY_HASH_CROSSCHECK is not set";
-  const nlohmann::json doc = ReadJsonFile(path);
+  const nlohmann::json doc = ReadJsonFile(path, engram::InputKind::kVectorFile);
   ASSERT_TRUE(doc.contains("cases"));
   size_t n_cases = 0, n_v41 = 0, n_positions = 0, n_values = 0;
   for (size_t i = 0; i < doc["cases"].size(); ++i) {

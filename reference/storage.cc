@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reference/bad_inputs.h"
 #include "reference/error.h"
 
 namespace engram {
@@ -121,7 +122,7 @@ class MappedFile {
     }
     if (!S_ISREG(st.st_mode)) {
       ::close(fd_);
-      throw Error(path_ + ": not a regular file");
+      throw Error(path_ + (S_ISDIR(st.st_mode) ? ": is a directory, not a table file" : ": not a regular file (a table is mapped into memory)"));
     }
     size_ = static_cast<int64_t>(st.st_size);
     if (size_ > 0) {
@@ -273,12 +274,8 @@ std::unique_ptr<RowSource> OpenSafetensors(const std::filesystem::path& path, co
                 std::to_string(kMaxHeaderBytes) + " bytes");
   }
   const char* text = reinterpret_cast<const char*>(file->data() + 8);
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(text, text + n);  // trailing spaces (padding) are whitespace
-  } catch (const nlohmann::json::exception& e) {  // parse_error, or a number out of range
-    throw Error(p + ": header is not valid JSON: " + e.what());
-  }
+  // Trailing spaces (padding) are whitespace; §ERR.5 a tensor named twice is refused.
+  const nlohmann::json header = ParseJson(std::string_view(text, static_cast<size_t>(n)), p + ": header");
   if (!header.is_object()) throw Error(p + ": header is " + std::string(header.type_name()) + ", expected a JSON object");
   const int64_t data_at = 8 + static_cast<int64_t>(n);
   const int64_t data_bytes = size - data_at;

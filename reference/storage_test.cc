@@ -399,6 +399,13 @@ RC_GTEST_PROP(StorageShard, ReducedShardsEqualUnshardedEveryWorld_STO7, ()) {
 TEST(StorageShard, NegativeZeroTurnsPositiveOnlyWhenReduced_STO7) {
   // A packed one-row table whose codes are all 0x80 (-0).
   const fs::path p = fs::temp_directory_path() / ("engram_sto_negzero_" + std::to_string(::getpid()));
+  struct RemoveAtExit {
+    fs::path p;
+    ~RemoveAtExit() {
+      std::error_code ec;
+      fs::remove(p, ec);
+    }
+  } remove_at_exit{p};
   {
     std::ofstream f(p, std::ios::binary);
     const std::string codes(32, '\x80'), scale(1, '\x7f');
@@ -410,7 +417,6 @@ TEST(StorageShard, NegativeZeroTurnsPositiveOnlyWhenReduced_STO7) {
   EXPECT_EQ(ReduceShards({ShardLookup(*t, ids, 0, 1)})[0], 0x8000);  // world 1: no all_reduce, -0 kept
   EXPECT_EQ(ReduceShards({ShardLookup(*t, ids, 0, 2), ShardLookup(*t, ids, 1, 2)})[0], 0x0000);  // +0
   EXPECT_EQ(HeadShardLookup(*t, ids, 1, 0, 2)[0], 0x8000);  // head sharding gathers: -0 kept
-  fs::remove(p);
 }
 
 TEST(StorageShard, LocalIdsReadAsGlobalDiffer_STO7) {
@@ -515,7 +521,7 @@ TEST_F(StorageFiles, SafetensorsBadInputsNameFileTensorField_STO4) {
   EXPECT_THAT(ErrorOf(Safetensors("len.safetensors", Header(), Data(), 100000)),
               HasSubstr("len.safetensors: header length 100000 runs past the end of the file"));
   EXPECT_THAT(ErrorOf(Safetensors("json.safetensors", "{\"t.weight\": [", "")),
-              HasSubstr("json.safetensors: header is not valid JSON"));
+              HasSubstr("json.safetensors: header: malformed JSON"));
   EXPECT_THAT(ErrorOf(Safetensors("dtype.safetensors", Header("BF16"), Data())),
               HasSubstr("tensor 't.weight': field 'dtype' is \"BF16\", expected \"F8_E4M3\""));
   EXPECT_THAT(ErrorOf(Safetensors("sdtype.safetensors", Header("F8_E4M3", "[3,32]", "[0,96]", "F32"), Data())),
@@ -613,7 +619,7 @@ TEST_F(StorageFiles, RealSizeSparseSafetensorsIsNeverLoaded_STO4) {
 nlohmann::json CrosscheckDoc() {
   const char* path = std::getenv("ENGRAM_NUMPY_STORAGE_CROSSCHECK");
   if (path == nullptr || *path == '\0') return nullptr;
-  return ReadJsonFile(path);
+  return ReadJsonFile(path, engram::InputKind::kVectorFile);
 }
 
 uint16_t HexBf16(const std::string& hex, size_t j) { return static_cast<uint16_t>(std::stoul(hex.substr(4 * j, 4), nullptr, 16)); }

@@ -87,7 +87,7 @@ TokenMap ParseTokenMap(const nlohmann::json& doc, std::string_view source) {
 }
 
 TokenMap LoadTokenMapFile(const std::filesystem::path& path) {
-  return ParseTokenMap(ReadJsonFile(path), path.string());
+  return ParseTokenMap(ReadJsonFile(path, InputKind::kTokenMap), path.string());
 }
 
 TokenMap IdentityTokenMap(int64_t n) {
@@ -147,6 +147,7 @@ std::string Quoted(std::string_view s) {
 // representation of it.
 class TokenizerJsonReader : public nlohmann::json_sax<json> {
  public:
+  explicit TokenizerJsonReader(const std::string& source) : keys_(source) {}
   json root;
   std::vector<std::pair<std::string, int64_t>> vocab;
   bool vocab_seen = false;
@@ -155,19 +156,23 @@ class TokenizerJsonReader : public nlohmann::json_sax<json> {
   // A vocab id that is null or a boolean is refused like any non-integer id
   // (HF: "invalid type: null, expected u32"), not dropped.
   bool null() override {
+    Element();
     if (mode_ == Mode::kVocab) return VocabId("null");
     return mode_ == Mode::kSkip || Scalar(json(nullptr));
   }
   bool boolean(bool v) override {
+    Element();
     if (mode_ == Mode::kVocab) return VocabId(v ? "true" : "false");
     return mode_ == Mode::kSkip || Scalar(json(v));
   }
   bool number_integer(number_integer_t v) override {
+    Element();
     if (mode_ == Mode::kSkip) return true;
     if (mode_ == Mode::kVocab) return VocabId(json(v).dump());
     return Scalar(json(v));
   }
   bool number_unsigned(number_unsigned_t v) override {
+    Element();
     if (mode_ == Mode::kSkip) return true;
     if (mode_ == Mode::kVocab) {
       if (v > static_cast<number_unsigned_t>(std::numeric_limits<int32_t>::max())) return VocabId(std::to_string(v));
@@ -177,17 +182,22 @@ class TokenizerJsonReader : public nlohmann::json_sax<json> {
     return Scalar(json(v));
   }
   bool number_float(number_float_t v, const string_t& text) override {
+    Element();
     if (mode_ == Mode::kSkip) return true;
     if (mode_ == Mode::kVocab) return VocabId(text);
     return Scalar(json(v));
   }
   bool string(string_t& v) override {
+    Element();
     if (mode_ == Mode::kSkip) return true;  // the merges: most of the strings in a file
     if (mode_ == Mode::kVocab) return VocabId(Quoted(v));
     return Scalar(json(std::move(v)));
   }
   bool binary(binary_t&) override { return mode_ == Mode::kSkip || Scalar(json(nullptr)); }
   bool key(string_t& k) override {
+    // §ERR.5 a repeated key (a second vocab entry for one token included, or
+    // one inside the skipped merges) is refused, never last-wins.
+    keys_.Key(k);
     if (mode_ == Mode::kVocab) {
       vocab_key_ = std::move(k);
     } else if (mode_ == Mode::kDom) {
@@ -195,10 +205,22 @@ class TokenizerJsonReader : public nlohmann::json_sax<json> {
     }  // kSkip: nothing
     return true;
   }
-  bool start_object(std::size_t) override { return Open(json::object()); }
-  bool start_array(std::size_t) override { return Open(json::array()); }
-  bool end_object() override { return Close(); }
-  bool end_array() override { return Close(); }
+  bool start_object(std::size_t) override {
+    keys_.StartObject();
+    return Open(json::object());
+  }
+  bool start_array(std::size_t) override {
+    keys_.StartArray();
+    return Open(json::array());
+  }
+  bool end_object() override {
+    keys_.End();
+    return Close();
+  }
+  bool end_array() override {
+    keys_.End();
+    return Close();
+  }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
     problem = std::string("not valid JSON: ") + e.what();
     return false;
@@ -206,6 +228,8 @@ class TokenizerJsonReader : public nlohmann::json_sax<json> {
 
  private:
   enum class Mode { kDom, kVocab, kSkip };
+
+  void Element() { keys_.Value(); }  // every value, in every mode: §ERR.5 holds in skipped parts too
 
   // The container just opened sits directly in root["model"] under `name`.
   bool InModel(const char* name) const {
@@ -279,6 +303,7 @@ class TokenizerJsonReader : public nlohmann::json_sax<json> {
   std::vector<std::string> names_;  // the key each open container sits under ("" root, "[]" array element)
   std::string key_;                 // the pending object key
   std::string vocab_key_;           // the pending vocab token
+  JsonKeyChecker keys_;             // §ERR.5
 };
 
 // §TOK.1 Only a ByteLevel decoder (or a Sequence whose only step is one) is
@@ -317,7 +342,7 @@ void CheckDecoder(const json& root, const std::string& src) {
 
 Tokenizer ParseTokenizerJson(std::string_view text, std::string_view source) {
   const std::string src(source);
-  TokenizerJsonReader reader;
+  TokenizerJsonReader reader(src);
   if (!json::sax_parse(text.begin(), text.end(), &reader)) throw Error(src + ": " + reader.problem);
   const json& root = reader.root;
   if (!root.is_object()) throw Error(src + ": expected a JSON object (a tokenizer.json) at the top level");
@@ -452,11 +477,7 @@ Tokenizer ParseTokenizerJson(std::string_view text, std::string_view source) {
 }
 
 Tokenizer LoadTokenizerJson(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string() + ": cannot open the tokenizer file");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw Error(path.string() + ": cannot read the tokenizer file");
-  return ParseTokenizerJson(text, path.string());
+  return ParseTokenizerJson(ReadInputFile(path, InputKind::kTokenizer), path.string());
 }
 
 // ---------------------------------------------------------------------------

@@ -292,7 +292,7 @@ RC_GTEST_PROP(TokenMapProperties, CaseAccentAndWidthVariantsShareAnId, ()) {
 TEST(HfCrosscheck, TokenMapFileIfPresent) {
   const char* path = std::getenv("ENGRAM_HF_TOKEN_MAP_CROSSCHECK");
   if (path == nullptr || *path == '\0') GTEST_SKIP() << "ENGRAM_HF_TOKEN_MAP_CROSSCHECK is not set";
-  const json doc = ReadJsonFile(path);
+  const json doc = ReadJsonFile(path, engram::InputKind::kVectorFile);
   ASSERT_TRUE(doc.contains("cases"));
   ASSERT_FALSE(doc["cases"].empty());
   size_t ids = 0;
@@ -312,7 +312,7 @@ TEST(HfCrosscheck, TokenMapFileIfPresent) {
     ids += keys.size();
   }
   // Real tokenizers: the whole map id for id, and the committed record.
-  const json committed = ReadJsonFile(std::string(ENGRAM_SOURCE_DIR) + "/conformance/crosscheck/real_tokenizers.json");
+  const json committed = ReadJsonFile(std::string(ENGRAM_SOURCE_DIR) + "/conformance/crosscheck/real_tokenizers.json", engram::InputKind::kVectorFile);
   size_t real = 0;
   for (const json& r : doc.value("real", json::array())) {
     SCOPED_TRACE(r["name"].get<std::string>());

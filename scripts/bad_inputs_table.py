@@ -23,9 +23,12 @@ def cell(text):
 def command(row):
     shown = []
     for a in row["args"]:
-        a = a.replace("{repo}/", "").replace("{plugin}", "libengram_reference_plugin.so")
+        a = a.replace("{repo}/", "").replace("{plugins}/", "").replace("{plugin}", "libengram_reference_plugin.so")
         shown.append(a if a and " " not in a else "'" + a + "'")
-    return "`engram " + " ".join(shown) + "`"
+    text = "`engram " + " ".join(shown) + "`"
+    if row.get("fileSizeLimitBytes"):
+        text += " with writes limited to %d bytes (RLIMIT_FSIZE: EFBIG, as on a full disk)" % row["fileSizeLimitBytes"]
+    return text
 
 
 def outcome(row):
@@ -35,6 +38,8 @@ def outcome(row):
         parts.append("stderr names " + ", ".join("`%s`" % s for s in e["stderr"]))
     if e.get("stdout"):
         parts.append("stdout reports " + ", ".join("`%s`" % s for s in e["stdout"]))
+    if e.get("stdoutLacks"):
+        parts.append("stdout never says " + ", ".join("`%s`" % s for s in e["stdoutLacks"]))
     for name, needles in e.get("fileContains", {}).items():
         parts.append("%s records %s" % (name, ", ".join("`%s`" % s for s in needles)))
     if "maxRssMiB" in e:

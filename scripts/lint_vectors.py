@@ -12,12 +12,26 @@ import sys
 import jsonschema
 
 
+def unique_keys(pairs):
+    """json object_pairs_hook: refuse a repeated key (spec §ERR.5), as every C++ loader does."""
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r} (spec §ERR.5)")
+        out[key] = value
+    return out
+
+
+def load(path: pathlib.Path):
+    return json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=unique_keys)
+
+
 def lint_contract(path: pathlib.Path) -> int:
     """Validate one contract file against vectors/schema/contract.schema.json (spec §CON.5)."""
     schema_path = pathlib.Path(__file__).resolve().parent.parent / "vectors" / "schema" / "contract.schema.json"
     schema = json.loads(schema_path.read_text(encoding="utf-8"))
     validator_cls = jsonschema.validators.validator_for(schema)
-    errors = list(validator_cls(schema).iter_errors(json.loads(path.read_text(encoding="utf-8"))))
+    errors = list(validator_cls(schema).iter_errors(load(path)))
     for e in errors[:20]:
         print(f"{path}: at /{'/'.join(str(p) for p in e.absolute_path)}: {e.message[:300]}")
     print(f"{path}: {'OK' if not errors else str(len(errors)) + ' violation(s)'} against contract.schema.json")
@@ -35,8 +49,8 @@ def main() -> int:
     failures = 0
     for path in suites:
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as e:
+            doc = load(path)
+        except (OSError, ValueError) as e:  # json.JSONDecodeError is a ValueError
             print(f"{path}: cannot read JSON: {e}")
             failures += 1
             continue

@@ -45,8 +45,9 @@ echo "vectors: reproducible, verified, schema-valid"
 "$py" scripts/lint_vectors.py --contract build/contract-v41.json
 "$engram" contract verify build/contract-v41.json --config conformance/configs/v41-flash.json --tokenizer "$ENGRAM_DEEPSEEK_TOKENIZER" >/dev/null
 
-echo "== docs: Doxygen (warnings are errors), snippets ran in ctest, relative links"
+echo "== docs: Doxygen (warnings are errors), offline (no external fetch), snippets ran in ctest, relative links"
 cmake --build --preset release --target docs
+"$py" scripts/check_docs_offline.py build/release/docs/html-out/html  # no external fetch; MathJax local
 "$py" scripts/check_links.py
 "$py" scripts/spec_index.py --check  # spec/README.md rule index is current
 "$py" scripts/bad_inputs_table.py --check  # spec/bad_inputs.md catalogue table is current

@@ -35,7 +35,8 @@ std::string Serialize(const ojson& doc);
 // §VEC.5 Writes OUT/v1/<suite>.json for every suite, copies the schemas from
 // `schema_dir` into OUT/schema (unless they are the same directory), and
 // writes OUT/MANIFEST.sha256 over all of them. Each file is written
-// atomically. Progress goes to `log`.
+// atomically; when the run fails, the files and directories it created are
+// removed again (what existed before is left). Progress goes to `log`.
 void GenerateAll(const std::filesystem::path& out, const std::filesystem::path& schema_dir, std::ostream& log);
 
 // §VEC.6 Checks DIR/MANIFEST.sha256, the structure of every suite file, and

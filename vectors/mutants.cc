@@ -16,6 +16,7 @@ namespace engram::vectors {
 std::string MutantFlag(Mutant m) {
   switch (m) {
     case Mutant::kNoDeadBlocking: return "NoDeadBlocking";
+    case Mutant::kDeadAsId: return "DeadAsOrdinaryId";
     case Mutant::kTruncatedMod: return "FloorMod";
     case Mutant::kInt32Multipliers: return "Int32Multipliers";
     case Mutant::kSignGate: return "SignedZeroCopysign";
@@ -26,7 +27,7 @@ std::string MutantFlag(Mutant m) {
 }
 
 std::vector<Mutant> MutantsFor(Profile profile) {
-  if (profile == Profile::kV41) return {Mutant::kNoDeadBlocking, Mutant::kInt32Multipliers};
+  if (profile == Profile::kV41) return {Mutant::kNoDeadBlocking, Mutant::kDeadAsId, Mutant::kInt32Multipliers};
   return {Mutant::kTruncatedMod, Mutant::kInt32Multipliers};
 }
 
@@ -57,7 +58,9 @@ std::vector<int64_t> MutantRows(Mutant m, const Layout& layout, const std::vecto
     for (int s = 0; s < w; ++s) {
       const bool before = first_position + static_cast<int64_t>(t) < s;
       const int64_t x = before ? layout.pad : ids[t - static_cast<size_t>(s)];
-      if (layout.profile == Profile::kV41) {
+      if (layout.profile == Profile::kV41 && m == Mutant::kDeadAsId) {
+        block = before;  // DEAD is just another value: -1 * m mixes in like any id
+      } else if (layout.profile == Profile::kV41) {
         block = (m == Mutant::kNoDeadBlocking) ? (before || x == kDead) : (block || before || x == kDead);
       } else {
         block = before;

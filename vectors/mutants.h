@@ -23,6 +23,7 @@ namespace engram::vectors {
 
 enum class Mutant {
   kNoDeadBlocking,    // v4.1: a DEAD slot reads pad, older slots are still read (no cumulative blocking)
+  kDeadAsId,          // v4.1: DEAD (-1) hashed as an ordinary id (no pad, no blocking: -1 * m enters the mix)
   kTruncatedMod,      // C-style % (sign of the dividend) instead of floor-mod on negative mixes
   kInt32Multipliers,  // multipliers drawn with int32 bounds: max(1, ((2^31-1) / V) / 2) (MaxText)
   kSignGate,          // v4.1 gate with torch.sign() instead of copysign: 0.5 at dot = +-0 (a llama.cpp port)
@@ -30,8 +31,8 @@ enum class Mutant {
   kPythonWrapperDecode,  // token texts decoded through transformers' Python wrapper (clean_up_tokenization)
 };
 
-// The note flag of a mutant: "NoDeadBlocking", "FloorMod", "Int32Multipliers",
-// "SignedZeroCopysign", "E8M0BitShift", "PythonWrapperDecode".
+// The note flag of a mutant: "NoDeadBlocking", "DeadAsOrdinaryId", "FloorMod",
+// "Int32Multipliers", "SignedZeroCopysign", "E8M0BitShift", "PythonWrapperDecode".
 std::string MutantFlag(Mutant m);
 // The hash-family mutants that can change outputs of `profile`.
 std::vector<Mutant> MutantsFor(Profile profile);

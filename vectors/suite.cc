@@ -1,6 +1,8 @@
 // Shared pieces of the suites: the builder, the checker, common configurations.
 #include "vectors/suite.h"
 
+#include <algorithm>
+
 #include "reference/config.h"
 #include "reference/error.h"
 
@@ -21,7 +23,20 @@ void SuiteBuilder::Header(const std::string& line) { doc_["header"].push_back(li
 
 void SuiteBuilder::Note(const std::string& flag, const std::string& bug_type, const std::string& description,
                         const std::string& spec_ref) {
+  // §VEC.12 a KNOWN_DIVERGENCE note makes a claim that a planted bug must show.
+  if (bug_type == "KNOWN_DIVERGENCE") {
+    throw Error("generator bug: note " + flag + " in suite " + suite_ + ": KNOWN_DIVERGENCE notes go through Divergence()");
+  }
   doc_["notes"][flag] = {{"bugType", bug_type}, {"description", description}, {"specRef", ojson::array({spec_ref})}};
+}
+
+void SuiteBuilder::Divergence(const std::string& flag, const std::string& description, const std::string& spec_ref,
+                              const std::string& planted_bug) {
+  if (planted_bug.empty()) throw Error("generator bug: divergence " + flag + " in suite " + suite_ + " names no planted bug");
+  doc_["notes"][flag] = {{"bugType", "KNOWN_DIVERGENCE"},
+                         {"description", description + " A port with that bug fails exactly the tests with this flag "
+                                                       "(planted: numpy_adapter.py --bug " + planted_bug + ")."},
+                         {"specRef", ojson::array({spec_ref})}};
 }
 
 size_t SuiteBuilder::Group(ojson group) {
@@ -57,12 +72,84 @@ void Checker::Problem(const json& test, const std::string& what) {
 void Checker::Expect(const json& test, const std::string& field, const json& actual) {
   if (!test.contains(field)) {
     Problem(test, "missing field '" + field + "'");
-  } else if (test[field] != actual) {
-    std::string exp = test[field].dump(), act = actual.dump();
-    if (exp.size() > 200) exp = exp.substr(0, 200) + "...";
-    if (act.size() > 200) act = act.substr(0, 200) + "...";
-    Problem(test, "field '" + field + "' is " + exp + " but the reference gives " + act);
+    return;
   }
+  const std::string d = FirstDifference(test[field], actual, field);
+  if (!d.empty()) Problem(test, "field '" + field + "': " + d);
+}
+
+void Checker::Same(const json& test, const std::string& path, const json& in_vector, const json& actual) {
+  const std::string d = FirstDifference(in_vector, actual, path);
+  if (!d.empty()) Problem(test, d);
+}
+
+namespace {
+
+// A value as shown in a difference: its JSON text, cut at 120 characters.
+std::string Shown(const json& v) {
+  std::string s = v.dump();
+  return s.size() > 120 ? s.substr(0, 117) + "..." : s;
+}
+
+std::string TypeName(const json& v) {
+  if (v.is_number_integer()) return "an integer";
+  if (v.is_number()) return "a number";
+  return std::string(v.is_array() || v.is_object() ? "an " : "a ") + v.type_name();
+}
+
+}  // namespace
+
+std::string FirstDifference(const json& in_vector, const json& actual, const std::string& path) {
+  const std::string diff = path + ": the vector has ";
+  if (in_vector.is_array() && actual.is_array()) {
+    for (size_t i = 0; i < std::min(in_vector.size(), actual.size()); ++i) {
+      std::string d = FirstDifference(in_vector[i], actual[i], path + "[" + std::to_string(i) + "]");
+      if (!d.empty()) return d;
+    }
+    if (in_vector.size() != actual.size()) {
+      return diff + std::to_string(in_vector.size()) + " elements, the reference gives " + std::to_string(actual.size());
+    }
+    return "";
+  }
+  if (in_vector.is_object() && actual.is_object()) {
+    for (const auto& [k, v] : actual.items()) {
+      if (!in_vector.contains(k)) return path + "." + k + ": missing in the vector (the reference gives " + Shown(v) + ")";
+      std::string d = FirstDifference(in_vector[k], v, path + "." + k);
+      if (!d.empty()) return d;
+    }
+    for (const auto& [k, v] : in_vector.items()) {
+      if (!actual.contains(k)) return path + "." + k + ": the vector has " + Shown(v) + ", the reference has no such key";
+    }
+    return "";
+  }
+  // §VEC.4 integers are integers: 7.0 in a vector file is not the reference's 7.
+  if (in_vector.is_number_integer() != actual.is_number_integer() && in_vector.is_number() && actual.is_number()) {
+    return diff + TypeName(in_vector) + " " + Shown(in_vector) + ", the reference gives " + TypeName(actual) + " " + Shown(actual);
+  }
+  if (in_vector == actual) return "";
+  // Both numbers compare by value (1 and 1u are equal above); other kinds by type first.
+  const bool numbers = in_vector.is_number() && actual.is_number();
+  if (!numbers && in_vector.type() != actual.type()) {
+    return diff + TypeName(in_vector) + " " + Shown(in_vector) + ", the reference gives " + TypeName(actual) + " " +
+           Shown(actual);
+  }
+  if (in_vector.is_string() && actual.is_string()) {
+    const std::string& a = in_vector.get_ref<const std::string&>();
+    const std::string& b = actual.get_ref<const std::string&>();
+    if (a.size() > 64 || b.size() > 64) {
+      // Long strings (hex bytes of table rows): the first differing character and 16 around it.
+      size_t i = 0;
+      while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+      const size_t from = i < 8 ? 0 : i - 8;
+      auto window = [&](const std::string& s) {
+        return std::string(from > 0 ? "..." : "") + s.substr(from, 16) + (from + 16 < s.size() ? "..." : "");
+      };
+      return path + ": first difference at character " + std::to_string(i) + " (of " + std::to_string(a.size()) +
+             " in the vector, " + std::to_string(b.size()) + " from the reference): the vector has \"" + window(a) +
+             "\", the reference gives \"" + window(b) + "\"";
+    }
+  }
+  return diff + Shown(in_vector) + ", the reference gives " + Shown(actual);
 }
 
 bool IsValid(const json& test) { return test.value("result", "") == "valid"; }
@@ -71,45 +158,48 @@ void AddMutantNotes(SuiteBuilder& b, const std::vector<Mutant>& mutants) {
   for (Mutant m : mutants) {
     switch (m) {
       case Mutant::kNoDeadBlocking:
-        b.Note("NoDeadBlocking", "KNOWN_DIVERGENCE",
-               "Changes under the known bug of padding a DEAD slot without blocking the older slots (or hashing "
-               "DEAD as an ordinary id): a port with that bug fails exactly the tests with this flag.",
-               "§HASH.2");
+        b.Divergence("NoDeadBlocking",
+                     "Changes under the known bug of padding a DEAD slot without blocking the older slots (the "
+                     "look-back goes on across a DEAD span).",
+                     "§HASH.2", "no-dead-blocking");
+        break;
+      case Mutant::kDeadAsId:
+        b.Divergence("DeadAsOrdinaryId",
+                     "Changes under the known bug of hashing DEAD (-1) as an ordinary id: no pad, no blocking, the "
+                     "product -1 * m enters the mix.",
+                     "§HASH.2", "dead-as-id");
         break;
       case Mutant::kTruncatedMod:
-        b.Note("FloorMod", "KNOWN_DIVERGENCE",
-               "Changes under C-style truncated % on negative mixes (a negative residue) instead of floor-mod: a "
-               "port with that bug fails exactly the tests with this flag.",
-               "§HASH.4");
+        b.Divergence("FloorMod",
+                     "Changes under C-style truncated % on negative mixes (a negative residue) instead of floor-mod.",
+                     "§HASH.4", "truncated-mod");
         break;
       case Mutant::kInt32Multipliers:
-        b.Note("Int32Multipliers", "KNOWN_DIVERGENCE",
-               "Changes when multipliers are drawn with int32 bounds (MaxText): such tables are self-consistent "
-               "but not compatible; a port with that choice fails exactly the tests with this flag.",
-               "§RNG.4");
+        b.Divergence("Int32Multipliers",
+                     "Changes when multipliers are drawn with int32 bounds (MaxText): such tables are "
+                     "self-consistent but not compatible.",
+                     "§RNG.4", "int32-multipliers");
         break;
       case Mutant::kSignGate:
-        b.Note("SignedZeroCopysign", "KNOWN_DIVERGENCE",
-               "dot = +0 / -0: copysign gives sigmoid(+0.001) / sigmoid(-0.001). Changes (beyond the §FUS.9 "
-               "tolerance) under the known bug of a v4.1 gate written with torch.sign(), which is 0 at +-0 and so "
-               "gives 0.5 (the demo's gate function; a llama.cpp port): a port with that bug fails exactly the tests "
-               "with this flag. Ports using where(dot < 0) differ at -0 only, a subset of these tests.",
-               "§FUS.4");
+        b.Divergence("SignedZeroCopysign",
+                     "dot = +0 / -0: copysign gives sigmoid(+0.001) / sigmoid(-0.001). Changes (beyond the §FUS.9 "
+                     "tolerance) under the known bug of a v4.1 gate written with torch.sign(), which is 0 at +-0 and "
+                     "so gives 0.5 (the demo's gate function; a llama.cpp port).",
+                     "§FUS.4", "sign");
         break;
       case Mutant::kE8M0BitShift:
-        b.Note("E8M0BitShift", "KNOWN_DIVERGENCE",
-               "Changes under the known bug of decoding an E8M0 scale by a bit trick (the float32 with bits "
-               "byte << 23): 0x00 gives 0.0 instead of 2^-127 and 0xFF gives inf instead of NaN (scales 1 ... 254 "
-               "agree). A port with that bug fails exactly the tests with this flag.",
-               "§STO.2");
+        b.Divergence("E8M0BitShift",
+                     "Changes under the known bug of decoding an E8M0 scale by a bit trick (the float32 with bits "
+                     "byte << 23): 0x00 gives 0.0 instead of 2^-127 and 0xFF gives inf instead of NaN (scales 1 ... "
+                     "254 agree).",
+                     "§STO.2", "e8m0-shift");
         break;
       case Mutant::kPythonWrapperDecode:
-        b.Note("PythonWrapperDecode", "KNOWN_DIVERGENCE",
-               "Changes when each single-id text is decoded through the transformers Python wrapper with "
-               "clean_up_tokenization_spaces=True (\" .\" -> \".\", \" n't\" -> \"n't\", \" 's\" -> \"'s\", ...) "
-               "instead of the Rust backend's plain decode: a port that builds the map that way fails exactly the "
-               "tests with this flag.",
-               "§TOK.2");
+        b.Divergence("PythonWrapperDecode",
+                     "Changes when each single-id text is decoded through the transformers Python wrapper with "
+                     "clean_up_tokenization_spaces=True (\" .\" -> \".\", \" n't\" -> \"n't\", \" 's\" -> \"'s\", "
+                     "...) instead of the Rust backend's plain decode.",
+                     "§TOK.2", "python-wrapper-decode");
         break;
     }
   }

@@ -48,8 +48,17 @@ class SuiteBuilder {
  public:
   SuiteBuilder(std::string suite, std::string schema, std::string algorithm);
   void Header(const std::string& line);
+  // A note of bug type BASIC, EDGE_CASE or INVALID_INPUT. KNOWN_DIVERGENCE
+  // notes go through Divergence (refused here).
   void Note(const std::string& flag, const std::string& bug_type, const std::string& description,
             const std::string& spec_ref);
+  // §VEC.12 A KNOWN_DIVERGENCE note. Its claim, appended to `description`, is
+  // that a port with the bug fails exactly the tests with this flag, and it
+  // names the planted bug that shows it (conformance/examples/numpy_adapter.py
+  // --bug `planted_bug`; conform_tests' PlantedBug runs it over every suite).
+  // The flag must be computed: set on a test iff a mutant with the bug fails it.
+  void Divergence(const std::string& flag, const std::string& description, const std::string& spec_ref,
+                  const std::string& planted_bug);
   bool HasNote(const std::string& flag) const { return doc_["notes"].contains(flag); }
   // Starts a group; returns its index for Test().
   size_t Group(ojson group);
@@ -70,9 +79,19 @@ struct Checker {
   std::vector<std::string>& problems;
 
   void Problem(const json& test, const std::string& what);
-  // Compares one expected field with the recomputed value.
+  // Compares one expected field with the recomputed value; a difference names
+  // the JSON path of the first differing element and both values there.
   void Expect(const json& test, const std::string& field, const json& actual);
+  // Compares a value the vector holds (at `path`, e.g. "step 2 (append): rows"
+  // or "intermediate.pool") with the recomputed one, like Expect.
+  void Same(const json& test, const std::string& path, const json& in_vector, const json& actual);
 };
+
+// The first place where `in_vector` and `actual` differ, as
+// "<path>[3][1][17]: the vector has X, the reference gives Y" (object keys as
+// ".key"; a size, type or key difference named as such; long strings by the
+// first differing character); "" when they are equal.
+std::string FirstDifference(const json& in_vector, const json& actual, const std::string& path);
 
 bool IsValid(const json& test);
 

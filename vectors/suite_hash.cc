@@ -320,14 +320,14 @@ void CheckHashState(Checker& c, const Layout& layout, size_t capacity, const jso
       if (it == seqs.end()) it = seqs.emplace(name, HashState(layout, capacity)).first;
       std::vector<int64_t> rows;
       it->second.Append(step.at("ids").get<std::vector<int64_t>>(), rows);
-      if (step.at("rows") != json(NestRows(layout, rows))) c.Problem(t, where + ": rows differ from the reference");
-      if (step.at("positionAfter") != it->second.position()) c.Problem(t, where + ": positionAfter differs");
-      if (step.at("historyAfter") != json(it->second.History())) c.Problem(t, where + ": historyAfter differs");
+      c.Same(t, where + ": rows", step.at("rows"), json(NestRows(layout, rows)));
+      c.Same(t, where + ": positionAfter", step.at("positionAfter"), it->second.position());
+      c.Same(t, where + ": historyAfter", step.at("historyAfter"), json(it->second.History()));
     } else if (op == "rollback") {
       HashState& s = seqs.at(step.at("seq").get<std::string>());
       s.Rollback(step.at("k").get<size_t>());
-      if (step.at("positionAfter") != s.position()) c.Problem(t, where + ": positionAfter differs");
-      if (step.at("historyAfter") != json(s.History())) c.Problem(t, where + ": historyAfter differs");
+      c.Same(t, where + ": positionAfter", step.at("positionAfter"), s.position());
+      c.Same(t, where + ": historyAfter", step.at("historyAfter"), json(s.History()));
     } else if (op == "fork") {
       seqs.insert_or_assign(step.at("to").get<std::string>(), seqs.at(step.at("from").get<std::string>()));
     } else {

@@ -69,7 +69,7 @@ ojson Generate() {
          "A history that does not fit the layout (wrong id count for its position, an id >= V, another layout's "
          "fingerprint): implementations must refuse to import it.",
          "§HASH.9");
-  AddMutantNotes(b, {Mutant::kNoDeadBlocking, Mutant::kTruncatedMod, Mutant::kInt32Multipliers});
+  AddMutantNotes(b, {Mutant::kNoDeadBlocking, Mutant::kDeadAsId, Mutant::kTruncatedMod, Mutant::kInt32Multipliers});
 
   struct GroupSpec {
     ojson config;
@@ -216,21 +216,21 @@ void CheckSegment(Checker& c, const Layout& layout, const std::string& fingerpri
   const HashHistory in = HistoryOf(seg.at("historyIn"), fingerprint);
   // The binary form must decode to the same history.
   const HashHistory decoded = DecodeHistoryBinary(Unhex(seg.at("historyInBinary").get<std::string>()), where);
-  if (decoded.position != in.position || decoded.ids != in.ids || decoded.layout_fingerprint != fingerprint) {
-    c.Problem(t, where + ": historyInBinary does not encode historyIn");
-  }
+  c.Same(t, where + ": historyIn (the reference's decode of historyInBinary)",
+         json{{"position", in.position}, {"history", in.ids}, {"layoutFingerprint", fingerprint}},
+         json{{"position", decoded.position}, {"history", decoded.ids}, {"layoutFingerprint", decoded.layout_fingerprint}});
   HashState state = HashState::Import(layout, in);
   std::vector<int64_t> rows;
   state.Append(Slice(ids, seg.at("from").get<size_t>(), seg.at("to").get<size_t>()), rows);
-  if (seg.at("rows") != json(NestRows(layout, rows))) c.Problem(t, where + ": rows differ from the reference");
+  c.Same(t, where + ": rows", seg.at("rows"), json(NestRows(layout, rows)));
   const HashHistory out = state.Export();
-  if (seg.at("historyOut") != json::parse(HistoryJson(out).dump())) c.Problem(t, where + ": historyOut differs");
+  c.Same(t, where + ": historyOut", seg.at("historyOut"), json::parse(HistoryJson(out).dump()));
 }
 
 void Check(Checker& c, const json& group, const json& t) {
   const Layout layout = GroupLayout(group);
   const std::string fingerprint = LayoutFingerprint(layout);
-  if (group.at("layoutFingerprint") != fingerprint) c.Problem(t, "group layoutFingerprint differs from the layout's");
+  c.Same(t, "group layoutFingerprint", group.at("layoutFingerprint"), fingerprint);
   if (!IsValid(t)) {
     // Both forms of the history must be refused.
     bool json_refused = false, binary_refused = false;

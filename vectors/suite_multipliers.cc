@@ -140,10 +140,10 @@ void CheckBoundedIntegers(Checker& c, const json& t) {
   c.Expect(t, "values", values);
   SeedSequence seq(seed);
   const json& in = t.at("intermediate");
-  if (in.at("pool") != json(seq.pool())) c.Problem(t, "intermediate.pool differs from the reference");
-  if (in.at("generateState") != json(seq.GenerateState64(4))) c.Problem(t, "intermediate.generateState differs");
+  c.Same(t, "intermediate.pool", in.at("pool"), json(seq.pool()));
+  c.Same(t, "intermediate.generateState", in.at("generateState"), json(seq.GenerateState64(4)));
   uint64_t rng = static_cast<uint64_t>(high - 1 - static_cast<uint128_t>(low));
-  if (in.at("path") != std::string(BoundedPathName(BoundedPathFor(rng)))) c.Problem(t, "intermediate.path differs");
+  c.Same(t, "intermediate.path", in.at("path"), std::string(BoundedPathName(BoundedPathFor(rng))));
 }
 
 void CheckMultipliers(Checker& c, const json& t) {
@@ -161,8 +161,8 @@ void CheckMultipliers(Checker& c, const json& t) {
   }
   c.Expect(t, "multipliers", LayerMultipliers(seed, layer, v, n));
   const json& in = t.at("intermediate");
-  if (in.at("bound") != MultiplierBound(v)) c.Problem(t, "intermediate.bound differs");
-  if (in.at("layerSeed") != LayerSeed(seed, layer)) c.Problem(t, "intermediate.layerSeed differs");
+  c.Same(t, "intermediate.bound", in.at("bound"), MultiplierBound(v));
+  c.Same(t, "intermediate.layerSeed", in.at("layerSeed"), LayerSeed(seed, layer));
 }
 
 }  // namespace

@@ -3,13 +3,16 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "reference/config.h"
 #include "reference/error.h"
 #include "reference/layout.h"
 #include "reference/storage.h"
+#include "vectors/mutants_storage.h"
 #include "vectors/suite.h"
 
 namespace engram::vectors {
@@ -66,11 +69,7 @@ ojson GenerateFp8() {
   b.Header("code 0 first. Any NaN matches any NaN (§STO.9); the reference writes 7fc0.");
   b.Note("NegativeZero", "EDGE_CASE", "Code 0x80 is -0 and stays -0 (bf16 8000) for every finite scale.", "§STO.3");
   b.Note("NaNCode", "EDGE_CASE", "Codes 0x7F and 0xFF are NaN (E4M3fn has no infinities; 0x78 is 256).", "§STO.1");
-  AddMutantNotes(b, {Mutant::kE8M0BitShift});
-  b.Note("FlushToZero", "KNOWN_DIVERGENCE",
-         "The scale 2^-127 and some products are float32 subnormals; a path that flushes subnormals (FTZ/DAZ) "
-         "gives 0 instead.",
-         "§STO.3");
+  AddDecodeBugNote(b, DecodeBug::kE8M0BitShift);
   b.Note("Underflow", "EDGE_CASE",
          "Some products of this scale are bf16 subnormals or round to a signed zero (ties to even).", "§STO.3");
   b.Note("Overflow", "EDGE_CASE", "Some products of this scale reach 2^128 and become +-inf.", "§STO.3");
@@ -93,7 +92,8 @@ ojson GenerateFp8() {
     std::vector<std::string> flags = WithMutantFlags({}, {Mutant::kE8M0BitShift}, [&](Mutant m) {
       return F32Hex(static_cast<float>(MutantE8M0(m, static_cast<uint8_t>(s)))) != F32Hex(static_cast<float>(v));
     });
-    if (s == 0x00) flags.push_back("FlushToZero");
+    // The other decode bugs leave the scale's float32 alone: FlushToZero flushes
+    // in the product only (the conversion is bit-level), Block128 picks scales.
     char comment[64];
     std::snprintf(comment, sizeof comment, "scale 0x%02x", s);
     b.Test(gs, comment, flags, {"§STO.2"},
@@ -106,15 +106,19 @@ ojson GenerateFp8() {
     std::vector<uint16_t> out(256);
     for (int c = 0; c < 256; ++c) out[static_cast<size_t>(c)] = DecodeElement(static_cast<uint8_t>(c), static_cast<uint8_t>(s));
     std::vector<std::string> flags = {"NegativeZero", "NaNCode"};
-    flags = WithMutantFlags(flags, {Mutant::kE8M0BitShift}, [&](Mutant m) {
-      std::vector<uint16_t> mutant(256);
-      for (int c = 0; c < 256; ++c) {
-        mutant[static_cast<size_t>(c)] = MutantDecodeElement(m, static_cast<uint8_t>(c), static_cast<uint8_t>(s));
-      }
-      return Bf16Hex(mutant) != Bf16Hex(out);
-    });
+    // §VEC.12 computed: the codes 0x00 .. 0xff as one row of 256 with eight
+    // scales s, decoded as a port with each decode bug decodes it (a port
+    // decodes the test as such a row: Block128 cannot change it).
+    RowBytes row;
+    for (int c = 0; c < 256; ++c) row.codes.push_back(static_cast<uint8_t>(c));
+    row.scales.assign(8, static_cast<uint8_t>(s));
+    if (DecodeRow(row) != out) throw Error("generator: fp8_decode row decode differs from the element decode");
+    for (DecodeBug bug : AllDecodeBugs()) {
+      if (!Bf16Differ(DecodeRowWith(bug, row), out)) continue;
+      NoteDecodeBug(b, bug);
+      flags.push_back(DecodeBugFlag(bug));
+    }
     if (s == 0x00 || (s != 0xFF && ScaleHasSubnormalOrUnderflow(s))) flags.push_back("Underflow");
-    if (s == 0x00 || (s != 0xFF && ScaleHasSubnormalOrUnderflow(s))) flags.push_back("FlushToZero");
     if (ScaleOverflows(s)) flags.push_back("Overflow");
     char comment[64];
     std::snprintf(comment, sizeof comment, "scale 0x%02x (2^%d)", s, s - 127);
@@ -167,15 +171,6 @@ std::string CanonicalHeader(const std::string& prefix, int64_t rows, int64_t hea
          std::to_string(w + s) + "]}}";
 }
 
-// Whether a 32-wide-block decode differs from one that applies scales[j/128].
-bool Block128Differs(const RowBytes& r) {
-  for (size_t j = 0; j < r.codes.size(); ++j) {
-    const size_t k = std::min(r.scales.size() - 1, j / 128);
-    if (!Bf16Match(DecodeElement(r.codes[j], r.scales[j / 32]), DecodeElement(r.codes[j], r.scales[k]))) return true;
-  }
-  return false;
-}
-
 std::vector<int64_t> EdgeRowIds(uint64_t seed, int64_t from, size_t n) {
   std::vector<int64_t> ids;
   for (int64_t r = from; ids.size() < n; ++r) {
@@ -210,13 +205,8 @@ ojson GenerateLookup() {
   b.Header("of 256 E4M3fn codes + 8 E8M0 scales) in three layouts: synthetic (rows from (seed, row), §STO.5),");
   b.Header("safetensors and packed (the looked-up rows' bytes are given with their file offsets). rows[i] is the");
   b.Header("bf16 row of rowIds[i], 4 hex digits per element. demo-v1: a synthetic float32 table, 8 hex digits each.");
-  b.Note("Block128", "KNOWN_DIVERGENCE",
-         "Scales differ between the 32-element blocks of a 128-element span: applying V4's 128-wide blocks "
-         "(scale j/128) to V4.1's 32-wide blocks gives other values.",
-         "§STO.3");
   b.Note("EdgeRow", "EDGE_CASE",
          "A synthetic edge row: raw codes and scales, including NaN codes, scales 0x00/0xFF, underflow.", "§STO.5");
-  AddMutantNotes(b, {Mutant::kE8M0BitShift});
   b.Note("Offset64", "EDGE_CASE",
          "The row lies beyond 2^32 bytes into the file: 32-bit offset arithmetic wraps around.", "§STO.4");
   b.Note("LastRow", "EDGE_CASE", "Row 0 and the last row of the table.", "§STO.6");
@@ -232,11 +222,13 @@ ojson GenerateLookup() {
     std::set<std::string> f;
     for (int64_t id : ids) {
       const RowBytes r = s.Row(id);
-      if (Block128Differs(r)) f.insert("Block128");
-      // §CONF.4 flagged iff the bit-shift decode of one of the rows differs
-      // (the expected rows are written as bf16 hex, NaN as 7fc0).
-      if (Bf16Hex(MutantDecodeRow(Mutant::kE8M0BitShift, r.codes, r.scales)) != Bf16Hex(DecodeRow(r))) {
-        f.insert(MutantFlag(Mutant::kE8M0BitShift));
+      // §VEC.12 computed: flagged iff a port with the decode bug decodes one of
+      // the rows to other bf16 values (any NaN matching any NaN, §STO.9). The
+      // intermediate codes and scales do not depend on the decode.
+      for (DecodeBug bug : AllDecodeBugs()) {
+        if (!Bf16Differ(DecodeRowWith(bug, r), DecodeRow(r))) continue;
+        NoteDecodeBug(b, bug);
+        f.insert(DecodeBugFlag(bug));
       }
       if (id == 0 || id == s.rows() - 1) f.insert("LastRow");
       if (offset64 && id * s.head_dim() >= (int64_t{1} << 32)) f.insert("Offset64");
@@ -383,14 +375,12 @@ void CheckBytesLookup(Checker& c, const json& g, const json& t) {
   const int64_t rows = g.at("rows"), d = g.at("headDim"), ns = d / kScaleBlock;
   const std::vector<int64_t> ids = t.at("rowIds").get<std::vector<int64_t>>();
   auto src = GroupTable(g.at("bytesFrom"));
-  if (!packed && g.at("header") != CanonicalHeader(g["tensors"]["weight"].get<std::string>().substr(
-                                        0, g["tensors"]["weight"].get<std::string>().size() - 7), rows, d)) {
-    c.Problem(t, "group header differs from the canonical header of §STO.11");
+  if (!packed) {  // the canonical header of §STO.11
+    c.Same(t, "group header", g.at("header"), CanonicalHeader(g["tensors"]["weight"].get<std::string>().substr(
+                                                  0, g["tensors"]["weight"].get<std::string>().size() - 7), rows, d));
   }
   const int64_t data_at = packed ? 0 : g.at("dataOffset").get<int64_t>();
-  if (!packed && data_at != 8 + static_cast<int64_t>(g.at("header").get<std::string>().size())) {
-    c.Problem(t, "dataOffset is not 8 + the header length");
-  }
+  if (!packed) c.Same(t, "group dataOffset (8 + the header length)", data_at, 8 + static_cast<int64_t>(g.at("header").get<std::string>().size()));
   json expect_bytes = json::parse(RowBytesJson(*src, ids, packed ? "packed" : "safetensors", data_at).dump());
   c.Expect(t, "rowBytes", expect_bytes);
   // The expected rows are the decode of the bytes given (not of the source).
@@ -476,28 +466,38 @@ ojson GenerateTp() {
   b.Header("[r*hp, (r+1)*hp), hp = ceil(24/world), and the ranks' outputs are gathered along the head axis.");
   b.Note("ShardBoundary", "EDGE_CASE", "First and last row of every shard, row 0 and the table's last row.", "§STO.7");
   b.Note("ShortLastShard", "EDGE_CASE", "rows is not a multiple of world: the last shard is shorter.", "§STO.7");
-  b.Note("TpLocalAsGlobal", "KNOWN_DIVERGENCE",
-         "Rows owned by rank >= 1: a port that uses the rank-local id (id - begin) as a global row reads another row.",
-         "§STO.7");
-  b.Note("NegZeroAllReduce", "KNOWN_DIVERGENCE",
-         "The row has -0 elements: after the bf16 all_reduce (world >= 2) they are +0; at world 1 (no all_reduce) "
-         "and under head sharding (gather, no sum) they stay -0. Device paths often get this sign wrong.",
+  const ShardBug shard_bugs[] = {ShardBug::kLocalAsGlobal, ShardBug::kKeepNegZero};
+  for (ShardBug bug : shard_bugs) AddShardBugNote(b, bug);
+  b.Note("NegativeZeroKept", "EDGE_CASE",
+         "The expected rows hold -0 elements, kept: at world 1 nothing is reduced, and head sharding gathers (adds "
+         "nothing). After a row-sharded all_reduce (world >= 2) every -0 is +0.",
          "§STO.7");
   b.Note("RowOutOfRange", "INVALID_INPUT", "A row id outside [0, rows) must be refused, not masked away.", "§STO.6");
 
   auto src = SyntheticTable(kSeed, kRows, kHeadDim, false);
   const int64_t neg_row = NegZeroRow(*src, kRows / 3);
-  // §CONF.4 The E8M0 bit-shift mutant changes no row of these tables: their
-  // scales are 110 ... 130 (§STO.5, no edge rows), where (s << 23) is exactly
-  // 2^(s-127). Checked on every row looked up, so that a port with that bug
-  // is right to pass this suite (the suite carries no E8M0BitShift flag).
-  auto unchanged_under_bit_shift = [&](const std::vector<int64_t>& ids) {
-    for (int64_t id : ids) {
-      const RowBytes r = src->Row(id);
-      if (MutantDecodeRow(Mutant::kE8M0BitShift, r.codes, r.scales) != DecodeRow(r)) {
-        throw Error("generator: tp_shard row " + std::to_string(id) + " decodes differently under E8M0BitShift");
+  auto has_neg_zero = [](const std::vector<uint16_t>& v) { return std::find(v.begin(), v.end(), 0x8000) != v.end(); };
+  // §VEC.12 computed: a shard or decode bug's flag iff a port with it gives
+  // other rows. The decode bugs change nothing here as long as the scales are
+  // 110 ... 130 (§STO.5, no edge rows: (s << 23) is exactly 2^(s-127), no
+  // subnormal product), except Block128.
+  auto computed_flags = [&](std::vector<std::string> flags, const std::vector<uint16_t>& expected,
+                            const std::function<std::vector<uint16_t>(std::optional<ShardBug>, std::optional<DecodeBug>)>& port,
+                            bool row_sharded) {
+    if (Bf16Differ(port(std::nullopt, std::nullopt), expected)) throw Error("generator: tp_shard mutant pipeline differs");
+    if (row_sharded) {
+      for (ShardBug bug : shard_bugs) {
+        if (Bf16Differ(port(bug, std::nullopt), expected)) flags.push_back(ShardBugFlag(bug));
       }
     }
+    for (DecodeBug bug : AllDecodeBugs()) {
+      if (!Bf16Differ(port(std::nullopt, bug), expected)) continue;
+      NoteDecodeBug(b, bug);
+      flags.push_back(DecodeBugFlag(bug));
+    }
+    if (has_neg_zero(expected)) flags.push_back("NegativeZeroKept");
+    std::sort(flags.begin(), flags.end());
+    return flags;
   };
   for (int world : kWorlds) {
     const int64_t part = ShardPart(kRows, world);
@@ -515,20 +515,30 @@ ojson GenerateTp() {
       ids.push_back(s.end - 1);
     }
     auto add = [&](const std::vector<int64_t>& test_ids, const std::string& comment, std::vector<std::string> flags) {
-      unchanged_under_bit_shift(test_ids);
       const std::vector<uint16_t> whole = LookupRows(*src, test_ids);
+      const std::vector<uint16_t> reduced = Reduced(*src, test_ids, world);
+      flags = computed_flags(flags, reduced,
+                             [&](std::optional<ShardBug> bug, std::optional<DecodeBug> decode) {
+                               return RowShardLookupWith(bug, decode, *src, test_ids, world);
+                             },
+                             true);
+      // The intermediate unsharded rows (compared when a port returns them)
+      // change under a decode bug only where the rows do.
+      for (DecodeBug bug : AllDecodeBugs()) {
+        if (Bf16Differ(LookupRowsWith(bug, *src, test_ids), whole) &&
+            std::find(flags.begin(), flags.end(), DecodeBugFlag(bug)) == flags.end()) {
+          throw Error("generator: tp_shard: " + DecodeBugFlag(bug) + " changes only the intermediate rows");
+        }
+      }
       b.Test(g, comment, flags, {"§STO.6", "§STO.7"},
-             {{"rowIds", test_ids}, {"result", "valid"}, {"rows", RowsHex(Reduced(*src, test_ids, world), kHeadDim)},
+             {{"rowIds", test_ids}, {"result", "valid"}, {"rows", RowsHex(reduced, kHeadDim)},
               {"intermediate", {{"owners", OwnersJson(kRows, world, test_ids)}, {"unsharded", RowsHex(whole, kHeadDim)}}}});
     };
     std::vector<std::string> flags = {"ShardBoundary"};
-    if (world > 1) flags.push_back("TpLocalAsGlobal");
     if (kRows % world != 0) flags.push_back("ShortLastShard");
     add(ids, "boundary rows of every shard", flags);
-    std::vector<std::string> nflags = {"NegZeroAllReduce"};
-    if (world > 1 && OwnerRank(kRows, world, neg_row) > 0) nflags.push_back("TpLocalAsGlobal");
     add({neg_row}, world == 1 ? "a row with -0 elements: world 1 has no all_reduce, -0 stays"
-                              : "a row with -0 elements: the all_reduce turns them +0", nflags);
+                              : "a row with -0 elements: the all_reduce turns them +0", {});
     const std::vector<int64_t> bad = {0, kRows};
     ojson fields = {{"rowIds", bad}, {"result", "invalid"}};
     try {
@@ -555,12 +565,18 @@ ojson GenerateTp() {
     std::vector<int64_t> ids;
     for (int c = 0; c < 24; ++c) ids.push_back(rng.Below(kRows));
     ids[static_cast<size_t>(world % 24)] = neg_row;
-    unchanged_under_bit_shift(ids);
     std::vector<std::vector<uint16_t>> parts;
     for (int r = 0; r < world; ++r) parts.push_back(HeadShardLookup(*src, ids, 24, r, world));
-    b.Test(g, "one position's 24 rows; column " + std::to_string(world % 24) + " has -0 elements (kept)",
-           {"NegZeroAllReduce"}, {"§STO.6", "§STO.8"},
-           {{"rowIds", ids}, {"result", "valid"}, {"rows", RowsHex(GatherHeads(parts, 1, 24, world, kHeadDim), kHeadDim)}});
+    const std::vector<uint16_t> gathered = GatherHeads(parts, 1, 24, world, kHeadDim);
+    // A gather has no all_reduce and no local ids: only the decode bugs reach it.
+    const std::vector<std::string> flags =
+        computed_flags({}, gathered,
+                       [&](std::optional<ShardBug>, std::optional<DecodeBug> decode) {
+                         return HeadShardLookupWith(decode, *src, ids, 24, world);
+                       },
+                       false);
+    b.Test(g, "one position's 24 rows; column " + std::to_string(world % 24) + " has -0 elements (kept)", flags,
+           {"§STO.6", "§STO.8"}, {{"rowIds", ids}, {"result", "valid"}, {"rows", RowsHex(gathered, kHeadDim)}});
   }
   return b.Finish();
 }
@@ -569,8 +585,8 @@ void CheckRowShard(Checker& c, const json& g, const json& t) {
   auto src = GroupTable(g.at("table"));
   const int world = g.at("world");
   const int64_t rows = src->rows();
-  if (g.at("part") != ShardPart(rows, world)) c.Problem(t, "group part differs from ceil(rows / world)");
-  if (g.at("shards") != json::parse(ShardsJson(rows, world).dump())) c.Problem(t, "group shards differ");
+  c.Same(t, "group part (ceil(rows / world))", g.at("part"), ShardPart(rows, world));
+  c.Same(t, "group shards", g.at("shards"), json::parse(ShardsJson(rows, world).dump()));
   const std::vector<int64_t> ids = t.at("rowIds").get<std::vector<int64_t>>();
   try {
     const std::vector<uint16_t> v = Reduced(*src, ids, world);

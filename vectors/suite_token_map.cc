@@ -103,20 +103,30 @@ std::string ContextLowercaseNormalize(const std::string& text) {
   return NormalizeText(lowered);
 }
 
-enum class Variant { kSentinelLess, kContextLowercase, kPythonWrapper };
+// Each variant is a port with one known bug (numpy_adapter.py --bug NAME
+// plants it independently, §VEC.12): kSentinelLess (sentinel-less), a
+// normalizer without the sentinel steps; kContextLowercase
+// (context-lowercase), a lowercase with the word-final sigma rule;
+// kPythonWrapper (python-wrapper-decode), transformers' clean-up of spaces;
+// kAddedTokenContent (added-token-content), an added token's text is its
+// content as it is, not decoded through the byte table.
+enum class Variant { kSentinelLess, kContextLowercase, kPythonWrapper, kAddedTokenContent };
 
 std::vector<int64_t> VariantMap(const Tokenizer& tk, Variant variant) {
-  // The planted-bug port of §CONF.4 (numpy_adapter.py --bug python-wrapper-decode).
   if (variant == Variant::kPythonWrapper) return MutantTokenMap(Mutant::kPythonWrapperDecode, tk);
   std::map<std::string, int64_t> seen;
   std::vector<int64_t> map;
-  for (const std::string& token : tk.tokens) {
-    std::string text = DecodeToken(token);
+  for (size_t id = 0; id < tk.tokens.size(); ++id) {
+    const std::string& token = tk.tokens[id];
+    const bool as_content = variant == Variant::kAddedTokenContent && tk.added[id] != 0;
+    std::string text = as_content ? token : DecodeToken(token);
     std::string key;
     if (text.find("\xEF\xBF\xBD") != std::string::npos) {
       key = token;
     } else {
-      std::string n = variant == Variant::kSentinelLess ? SentinelLessNormalize(text) : ContextLowercaseNormalize(text);
+      std::string n = variant == Variant::kSentinelLess       ? SentinelLessNormalize(text)
+                      : variant == Variant::kContextLowercase ? ContextLowercaseNormalize(text)
+                                                              : NormalizeText(text);
       key = n.empty() ? text : n;
     }
     auto it = seen.try_emplace(key, static_cast<int64_t>(seen.size())).first;
@@ -195,7 +205,8 @@ void AddVariantFlags(std::vector<std::string>& flags, const std::string& text, c
                      const ojson& expected) {
   const std::pair<Variant, const char*> variants[] = {{Variant::kSentinelLess, "SentinelLessNormalizer"},
                                                       {Variant::kContextLowercase, "ContextLowercase"},
-                                                      {Variant::kPythonWrapper, "PythonWrapperDecode"}};
+                                                      {Variant::kPythonWrapper, "PythonWrapperDecode"},
+                                                      {Variant::kAddedTokenContent, "AddedTokenByteLevel"}};
   for (const auto& [variant, flag] : variants) {
     const ojson got = Expected(text, inputs, variant);
     bool differs = got["result"] != expected["result"];
@@ -238,25 +249,34 @@ ojson GenerateTokenMap() {
   b.Note("AddedTokens", "BASIC",
          "Added tokens (special or not) decode like any token; an added token already in the vocab keeps its id.",
          "§TOK.1");
-  b.Note("AddedTokenByteLevel", "KNOWN_DIVERGENCE",
-         "An added token made only of byte-table characters (e.g. \"Ġy\") decodes through the table (\" y\") in the "
-         "Rust backend; a port that returns added tokens' content unchanged differs.",
-         "§TOK.2");
+  b.Divergence("AddedTokenByteLevel",
+               "An added token made only of byte-table characters (e.g. \"Ġy\") decodes through the table (\" y\") in "
+               "the Rust backend. Changes under the known bug of taking an added token's text as its content, "
+               "unchanged (no byte table, no lossy UTF-8).",
+               "§TOK.2", "added-token-content");
   b.Note("SharedDictionary", "EDGE_CASE",
          "Keys of different kinds coincide (a raw token string equals another token's normalized text): one dictionary, "
          "one id.",
          "§TOK.4");
   b.Note("PadMapping", "BASIC", "The compressed pad is map[pad id].", "§TOK.4");
-  b.Note("SentinelLessNormalizer", "KNOWN_DIVERGENCE",
-         "A normalizer without the U+E000 sentinel steps maps these tokens differently.", "§TOK.3");
-  b.Note("ContextLowercase", "KNOWN_DIVERGENCE",
-         "A context-sensitive lowercase (word-final Σ -> ς, e.g. Python str.lower, ICU u_strToLower on the whole text) "
-         "maps these tokens differently.",
-         "§TOK.3");
+  b.Divergence("SentinelLessNormalizer",
+               "Changes under the known bug of a normalizer without the U+E000 sentinel steps (§TOK.3 steps 6 and 8): "
+               "a text whose whitespace collapses to \" \" is stripped to \"\" and keys as its own text, and the "
+               "text's own U+E000 stays U+E000.",
+               "§TOK.3", "sentinel-less");
+  b.Divergence("ContextLowercase",
+               "Changes under the known bug of a context-sensitive lowercase of the whole text (word-final Σ -> ς, "
+               "as Python str.lower or ICU u_strToLower do) instead of one code point at a time.",
+               "§TOK.3", "context-lowercase");
   AddMutantNotes(b, {Mutant::kPythonWrapperDecode});
-  b.Note("WrongTokenizerRevision", "KNOWN_DIVERGENCE",
-         "Another revision of a tokenizer with the same compressed size but a different map: only the sha256 of the "
-         "whole map tells them apart.",
+  // Not a KNOWN_DIVERGENCE: the divergence is a deployment's (a map built from
+  // another tokenizer file than the model's), not a port's. A port that builds
+  // the map from the file it is given passes; what the test pins is the §TOK.6
+  // digest telling two revisions of the same size apart.
+  b.Note("WrongTokenizerRevision", "EDGE_CASE",
+         "Revision B of the previous group's tokenizer: two tokens trade ids, so the number of tokens and of "
+         "compressed ids are those of revision A but the map and its sha256 differ: only the digest of the whole map, "
+         "not its size, tells a map built from the wrong revision apart (ENGRAM.md §8).",
          "§TOK.6");
   b.Note("SizeMismatch", "INVALID_INPUT",
          "v4.1: a map whose size is not engram_compressed_vocab_size must be refused.", "§TOK.4");
@@ -343,11 +363,11 @@ ojson GenerateTokenMap() {
     added_text = doc_text(TokenizerDoc(v, added));
     cases.push_back({"added tokens, special and not: in the vocab, outside the table, made of table characters",
                      added_text,
-                     {"AddedTokens", "AddedTokenByteLevel", "SharedDictionary", "PartialUtf8", "SpaceToken"},
+                     {"AddedTokens", "SharedDictionary", "PartialUtf8", "SpaceToken"},
                      {"§TOK.1", "§TOK.2", "§TOK.4"},
                      {json{{"padId", 6}}, json{{"padId", 6}, {"engramCompressedVocabSize", 10}},
                       json{{"padId", 6}, {"engramCompressedVocabSize", 11}}, json{{"padId", 13}}},
-                     {{"PadMapping"}, {"PadMapping"}, {"SizeMismatch"}, {"PadMapping"}}});
+                     {{"PadMapping"}, {"SizeMismatch"}, {"PadMapping"}, {"PadMapping"}}});
   }
   // 4/5. Two revisions of one tokenizer: same size, different maps.
   {

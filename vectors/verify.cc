@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "conformance/cli/fileio.h"
+#include "reference/bad_inputs.h"
 #include "reference/config.h"
 #include "reference/error.h"
 #include "reference/hash.h"
@@ -38,7 +39,8 @@ void CheckStructure(Checker& c, const SuiteDef& def, const json& doc) {
   for (const json& group : doc.value("testGroups", json::array())) {
     for (const json& t : group.value("tests", json::array())) {
       if (t.value("tcId", -1) != expected_id) {
-        c.Problem(t, "tcIds must be consecutive from 1; expected " + std::to_string(expected_id));
+        c.Problem(t, "tcIds must be consecutive from 1; expected " + std::to_string(expected_id) + ", got " +
+                         t.value("tcId", json()).dump());
       }
       ++expected_id;
       for (const json& f : t.value("flags", json::array())) {
@@ -169,9 +171,9 @@ bool VerifyAll(const std::filesystem::path& dir, std::ostream& log, std::ostream
     if (listed.count(rel) == 0) problems.push_back(rel + ": not listed in MANIFEST.sha256");
     json doc;
     try {
-      doc = json::parse(ReadFile(path));
-    } catch (const json::parse_error& e) {
-      problems.push_back(rel + ": malformed JSON: " + e.what());
+      doc = ParseJson(ReadFile(path), rel);  // §ERR.5 a repeated key is refused
+    } catch (const Error& e) {
+      problems.push_back(e.what());
       continue;
     }
     const size_t before = problems.size();

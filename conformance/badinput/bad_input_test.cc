@@ -5,9 +5,12 @@
 // exit status, substrings the error must contain (naming the file, field and
 // value), the output files that must not exist, and that the working
 // directory holds nothing else afterwards (no partial output, no leftover
-// temporary file). Rows of the `limits` area check a peak-memory bound instead
-// (§ERR.3). The expected strings are written from the rule each row documents,
-// not copied from the implementation's output.
+// temporary file; compared recursively, so a leftover in a subdirectory counts
+// too). Rows of the `limits` area check a peak-memory bound instead (§ERR.3).
+// A row's `fileSizeLimitBytes` makes every write of the command past that size
+// fail with EFBIG (RLIMIT_FSIZE, SIGXFSZ ignored), as on a full disk. The
+// expected strings are written from the rule each row documents, not copied
+// from the implementation's output.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -16,6 +19,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <fstream>
@@ -28,6 +32,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "conformance/testutil/sanitized.h"
 #include "reference/token_map.h"  // Sha256Hex, for manifests of edited vector copies
 
 namespace {
@@ -37,19 +42,7 @@ using nlohmann::json;
 
 const fs::path kRepo = ENGRAM_SOURCE_DIR;
 
-// Under AddressSanitizer the resident set includes shadow memory and the
-// allocator's quarantine, so the §ERR.3 bounds are checked in plain builds only.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
+using engram::testutil::kSanitized;  // §ERR.3 bounds are checked in plain builds only
 const fs::path kCatalogue = kRepo / "conformance/badinput/catalogue.json";
 
 json LoadCatalogue() {
@@ -82,8 +75,11 @@ std::string FromHex(const std::string& hex) {
 }
 
 std::string Expand(const std::string& s) {
-  // {repo}: the source tree; {plugin}: the reference C-ABI plug-in.
-  const std::vector<std::pair<std::string, std::string>> vars = {{"{repo}", kRepo.string()}, {"{plugin}", ENGRAM_PLUGIN}};
+  // {repo}: the source tree; {plugin}: the reference C-ABI plug-in;
+  // {plugins}: the directory of the test plug-ins built beside it.
+  static const std::string plugins = fs::path(ENGRAM_PLUGIN).parent_path().string();
+  const std::vector<std::pair<std::string, std::string>> vars = {
+      {"{repo}", kRepo.string()}, {"{plugins}", plugins}, {"{plugin}", ENGRAM_PLUGIN}};
   std::string out;
   for (size_t at = 0; at < s.size();) {
     bool replaced = false;
@@ -170,9 +166,14 @@ void Materialize(const fs::path& dir, const std::string& name, const json& spec)
   if (spec.value("executable", false)) fs::permissions(p, fs::perms::owner_all, fs::perm_options::add);
 }
 
+// Everything under `dir`, as paths relative to it (directories with a
+// trailing '/'), so that a leftover anywhere below counts.
 std::set<std::string> Listing(const fs::path& dir) {
   std::set<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    const std::string rel = fs::relative(e.path(), dir).generic_string();
+    names.insert(e.is_directory() && !e.is_symlink() ? rel + "/" : rel);
+  }
   return names;
 }
 
@@ -186,9 +187,11 @@ struct Outcome {
 // Runs the CLI with `args` in `dir` (stdin from `stdin_file` in `dir`, else
 // /dev/null), waits at most
 // `timeout`, and reports the exit status and the peak memory of the process
-// tree (wait4 folds in the children the CLI reaped).
+// tree (wait4 folds in the children the CLI reaped). A `file_size_limit`
+// above 0 sets RLIMIT_FSIZE in the child, with SIGXFSZ ignored, so that a
+// write past that many bytes fails with EFBIG as on a full disk.
 Outcome RunCli(const fs::path& dir, const std::vector<std::string>& args, const std::string& stdin_file,
-               std::chrono::seconds timeout) {
+               std::chrono::seconds timeout, uint64_t file_size_limit) {
   const fs::path out = dir.parent_path() / (dir.filename().string() + ".stdout");
   const fs::path err = dir.parent_path() / (dir.filename().string() + ".stderr");
   pid_t pid = fork();
@@ -200,6 +203,11 @@ Outcome RunCli(const fs::path& dir, const std::vector<std::string>& args, const 
     dup2(in, 0);
     dup2(o, 1);
     dup2(e, 2);
+    if (file_size_limit > 0) {
+      signal(SIGXFSZ, SIG_IGN);  // stays ignored across execv
+      const rlimit limit{file_size_limit, file_size_limit};
+      if (setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(125);
+    }
     std::vector<char*> argv;
     static std::string cli = ENGRAM_CLI;
     argv.push_back(cli.data());
@@ -254,13 +262,34 @@ std::vector<Row> Rows() {
 
 class BadInput : public testing::TestWithParam<Row> {};
 
+// A row's scratch directory, removed when the test ends however it ends (a
+// failed ASSERT returns early). ENGRAM_KEEP_TEST_DIRS=1 keeps the directory of
+// a failing row for inspection (its path is printed).
+struct ScratchDir {
+  fs::path path;
+  explicit ScratchDir(fs::path p) : path(std::move(p)) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  ~ScratchDir() {
+    const char* keep = std::getenv("ENGRAM_KEEP_TEST_DIRS");
+    if (keep != nullptr && *keep != '\0' && testing::Test::HasFailure()) {
+      std::cout << "kept " << path << " (ENGRAM_KEEP_TEST_DIRS)\n";
+      return;
+    }
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
 TEST_P(BadInput, Row) {
   const json& row = GetParam().j;
   const std::string id = row["id"];
   SCOPED_TRACE(id + ": " + row["case"].get<std::string>());
-  const fs::path dir = fs::temp_directory_path() / ("engram_bad_" + std::to_string(getpid()) + "_" + id);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const ScratchDir scratch(fs::temp_directory_path() / ("engram_bad_" + std::to_string(getpid()) + "_" + id));
+  const fs::path& dir = scratch.path;
   const json files = row.value("files", json::object());
   for (const auto& [name, spec] : files.items()) Materialize(dir, name, spec);
   const std::set<std::string> before = Listing(dir);
@@ -268,7 +297,8 @@ TEST_P(BadInput, Row) {
   std::vector<std::string> args;
   for (const json& a : row["args"]) args.push_back(Expand(a));
   const json& expect = row["expect"];
-  const Outcome r = RunCli(dir, args, row.value("stdin", std::string()), std::chrono::seconds(row.value("timeoutSeconds", 120)));
+  const Outcome r = RunCli(dir, args, row.value("stdin", std::string()), std::chrono::seconds(row.value("timeoutSeconds", 120)),
+                           row.value("fileSizeLimitBytes", uint64_t{0}));
   const std::string shown = "\n--- stderr:\n" + r.err.substr(0, 4000) + "\n--- stdout (tail):\n" +
                             (r.out.size() > 2000 ? r.out.substr(r.out.size() - 2000) : r.out);
 
@@ -278,6 +308,10 @@ TEST_P(BadInput, Row) {
   const json want_err = expect.value("stderr", json::array()), want_out = expect.value("stdout", json::array());
   for (const json& s : want_err) EXPECT_NE(r.err.find(Expand(s)), std::string::npos) << "stderr lacks: " << s << shown;
   for (const json& s : want_out) EXPECT_NE(r.out.find(Expand(s)), std::string::npos) << "stdout lacks: " << s << shown;
+  // What must not be said (a verdict of OK on a run that is not, §CONF.4).
+  for (const json& s : expect.value("stdoutLacks", json::array())) {
+    EXPECT_EQ(r.out.find(Expand(s)), std::string::npos) << "stdout must not say: " << s << shown;
+  }
   if (expect["exit"].get<int>() != 0) {
     // The message is an error message, on stderr, not a stack dump (rows
     // whose outcome is a report, such as a conformance run with failing
@@ -306,7 +340,6 @@ TEST_P(BadInput, Row) {
     std::cout << id << ": peak RSS " << r.max_rss_kib / 1024 << " MiB (bound " << expect["maxRssMiB"] << " MiB)\n";
     RecordProperty("peak_rss_kib", std::to_string(r.max_rss_kib));
   }
-  if (!HasFailure()) fs::remove_all(dir);
 }
 
 std::string RowName(const testing::TestParamInfo<Row>& info) {

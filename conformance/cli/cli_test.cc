@@ -1,18 +1,27 @@
 // End-to-end tests of the `engram` command line: outputs, error messages and
 // exit codes. Expected values are the published V4.1 figures or laws (the
 // same ids in chunks must hash alike), never values copied from the code.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iostream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
+
+#include "conformance/testutil/sanitized.h"
 
 namespace {
 
@@ -26,11 +35,25 @@ struct Result {
   std::string err;
 };
 
+// The scratch directory of this test process; removed when the process's
+// tests end, whether they passed or failed (a gtest environment's TearDown runs
+// after every test, also after a failed ASSERT).
+fs::path TempDirPath() { return fs::temp_directory_path() / ("engram_cli_test_" + std::to_string(::getpid())); }
+
 fs::path TempDir() {
-  fs::path dir = fs::temp_directory_path() / ("engram_cli_test_" + std::to_string(::getpid()));
+  fs::path dir = TempDirPath();
   fs::create_directories(dir);
   return dir;
 }
+
+class RemoveTempDir : public testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(TempDirPath(), ec);
+  }
+};
+testing::Environment* const kRemoveTempDir = testing::AddGlobalTestEnvironment(new RemoveTempDir);
 
 std::string Slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -40,6 +63,20 @@ std::string Slurp(const fs::path& p) {
 }
 
 void Write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+
+// "" when equal, else the first line where `a` and `b` differ, both versions.
+std::string FirstDifferingLine(const std::string& a, const std::string& b) {
+  if (a == b) return "";
+  std::istringstream x(a), y(b);
+  std::string l, m;
+  for (int line = 1;; ++line) {
+    const bool more_a = static_cast<bool>(std::getline(x, l)), more_b = static_cast<bool>(std::getline(y, m));
+    if (!more_a || !more_b || l != m) {
+      return "line " + std::to_string(line) + ": " + (more_a ? l.substr(0, 200) : "(end)") + " | " +
+             (more_b ? m.substr(0, 200) : "(end)");
+    }
+  }
+}
 
 Result RunCli(const std::string& args) {
   const fs::path dir = TempDir();
@@ -126,7 +163,7 @@ TEST(CliHash, BadInputsNameWhatAndWhere) {
   const Case cases[] = {
       {"hash --config " + kV41 + " --compressed-vocab-size 99092 --ids 1,99092", "position 1 (id 99092)"},
       {"hash --config " + kV41 + " --compressed-vocab-size 99092 --ids=1,-2", "position 1 (id -2)"},
-      {"hash --config " + kV41 + " --compressed-vocab-size 99092 --ids 1,x", "'x' is not a 64-bit integer"},
+      {"hash --config " + kV41 + " --compressed-vocab-size 99092 --ids 1,x", "--ids: item 2 of 2 is 'x': not a decimal"},
       {"hash --config " + kV41 + " --compressed-vocab-size 99092 --ids 1,2 --chunks 1", "add up to 1"},
       {"hash --config " + (dir / "broken.json").string() + " --compressed-vocab-size 5 --ids 1", "malformed JSON"},
       {"hash --config " + (dir / "heads.json").string() + " --compressed-vocab-size 5 --ids 1", "engram_n_heads"},
@@ -148,6 +185,183 @@ TEST(CliBench, PrintsThroughput) {
   json d = json::parse(r.out);
   EXPECT_EQ(d["tokens"], 20000);
   EXPECT_GT(d["tokens_per_second"].get<double>(), 0.0);
+  // The ids are drawn a chunk at a time from one stream: the chunk size changes nothing hashed (§HASH.5).
+  Result small = RunCli("bench hash --tokens 20000 --chunk 7");
+  ASSERT_EQ(small.exit_code, 0) << small.err;
+  EXPECT_EQ(json::parse(small.out)["checksum"], d["checksum"]);
+}
+
+// The advertised maximum (2^32 positions, 32 GiB of ids if drawn at once) runs
+// in bounded memory: after a few seconds the benchmark is still hashing and its
+// peak resident memory is a few chunk buffers.
+TEST(CliBench, AdvertisedMaximumRunsInBoundedMemory) {
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execl(ENGRAM_CLI, ENGRAM_CLI, "bench", "hash", "--tokens", "4294967296", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  int status = 0;
+  const pid_t done = waitpid(pid, &status, WNOHANG);
+  long hwm_kib = -1;
+  std::istringstream st(Slurp("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string line; std::getline(st, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) hwm_kib = std::stol(line.substr(6));
+  }
+  if (done == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  ASSERT_EQ(done, 0) << "the benchmark ended within 3 s (status " << status << "): it should still be hashing";
+  ASSERT_GT(hwm_kib, 0);
+  // Under AddressSanitizer the resident set includes shadow memory: the bound holds for plain builds.
+  constexpr bool kSanitized = engram::testutil::kSanitized;
+  if (kSanitized) {
+    std::cout << "peak RSS " << hwm_kib / 1024 << " MiB (not checked: sanitizer shadow memory)\n";
+  } else {
+    EXPECT_LT(hwm_kib, 128 * 1024) << "peak RSS " << hwm_kib / 1024 << " MiB";
+  }
+}
+
+// Integer lists (--ids, --rows, --chunks, --positions) are strict, and the
+// empty value is the empty list (README: "Integer lists").
+TEST(CliIntLists, StrictItemsNamedByPosition) {
+  const std::string c = "hash --config " + kDemo + " --compressed-vocab-size 100 ";
+  struct Case {
+    std::string args, needle;
+  };
+  const Case cases[] = {
+      {"--ids=5,7,", "--ids: item 3 of 3 is empty (a trailing comma)"},
+      {"--ids=,5", "--ids: item 1 of 2 is empty (a leading comma)"},
+      {"--ids=5,,7", "--ids: item 2 of 3 is empty (two commas in a row)"},
+      {"--ids=+5", "--ids: item 1 of 1 is '+5': not a decimal 64-bit integer"},
+      {"--ids '5, 7'", "--ids: item 2 of 2 is ' 7': not a decimal"},
+      {"--ids '5 '", "--ids: item 1 of 1 is '5 ': not a decimal"},
+      {"--ids=0x10", "--ids: item 1 of 1 is '0x10': not a decimal"},
+      {"--ids=1e3", "--ids: item 1 of 1 is '1e3': not a decimal"},
+      {"--ids=-", "--ids: item 1 of 1 is '-': not a decimal"},
+      {"--ids=1,--2", "--ids: item 2 of 2 is '--2': not a decimal"},
+      {"--ids=99999999999999999999", "--ids: item 1 of 1 is '99999999999999999999': outside the 64-bit integer range"},
+      {"--ids=1,2 --chunks=1,", "--chunks: item 2 of 2 is empty"},
+  };
+  for (const Case& k : cases) {
+    Result r = RunCli(c + k.args);
+    EXPECT_EQ(r.exit_code, 1) << k.args;
+    EXPECT_THAT(r.err, HasSubstr(k.needle)) << k.args;
+    EXPECT_TRUE(r.out.empty()) << k.args;
+  }
+  // The extremes of int64 are integers (demo-v1 hashes any int64 id, §HASH.3).
+  Result ends = RunCli(c + "--ids=-9223372036854775808,9223372036854775807");
+  EXPECT_NE(ends.err.find("position 1"), std::string::npos) << ends.err;  // refused as an id >= V, not as text
+}
+
+TEST(CliIntLists, EmptyValueIsTheEmptyList) {
+  const fs::path dir = TempDir();
+  const std::string c = "hash --config " + kV41 + " --compressed-vocab-size 99092 ";
+  for (const std::string& empty : {"--ids=", "--ids ''"}) {
+    // `--ids=` followed by another option: the option is not taken as the value.
+    const fs::path out = dir / "empty_hash.json";
+    fs::remove(out);
+    Result r = RunCli(c + empty + " --out " + out.string());
+    ASSERT_EQ(r.exit_code, 0) << empty << ": " << r.err;
+    json d = json::parse(Slurp(out));
+    EXPECT_EQ(d["rows"], json::array()) << empty;
+    EXPECT_EQ(d["compressed_ids"], json::array()) << empty;
+    EXPECT_EQ(d["position"], 0) << empty;
+  }
+  // Zero ids continue a history unchanged (§HASH.9).
+  const fs::path h = dir / "empty_h.json", h2 = dir / "empty_h2.json";
+  ASSERT_EQ(RunCli(c + "--ids=5,7,9 --history-out " + h.string()).exit_code, 0);
+  Result through = RunCli(c + "--ids= --history-in " + h.string() + " --history-out " + h2.string());
+  ASSERT_EQ(through.exit_code, 0) << through.err;
+  EXPECT_EQ(json::parse(through.out)["position"], 3);
+  EXPECT_EQ(json::parse(Slurp(h2)), json::parse(Slurp(h)));
+  // lookup: no rows, no ids; explain: at least one id, and --positions= means no detailed tables.
+  Result rows = RunCli("lookup --config " + kV41 + " --synthetic 1 --rows=");
+  ASSERT_EQ(rows.exit_code, 0) << rows.err;
+  EXPECT_EQ(json::parse(rows.out)["lookups"], json::array());
+  Result ids = RunCli("lookup --config " + kV41 + " --synthetic 1 --ids=");
+  ASSERT_EQ(ids.exit_code, 0) << ids.err;
+  EXPECT_EQ(json::parse(ids.out)["lookups"], json::array());
+  Result none = RunCli("lookup --config " + kV41 + " --synthetic 1");
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_THAT(none.err, HasSubstr("give exactly one of --ids and --rows"));
+  Result explain = RunCli("explain --config " + kV41 + " --compressed-vocab-size 99092 --ids=");
+  EXPECT_NE(explain.exit_code, 0);
+  EXPECT_THAT(explain.err, HasSubstr("--ids: give at least one id"));
+  Result summary = RunCli("explain --config " + kV41 + " --compressed-vocab-size 99092 --ids=5,7 --positions=");
+  ASSERT_EQ(summary.exit_code, 0) << summary.err;
+  EXPECT_EQ(summary.out.find("\nposition "), std::string::npos);
+  EXPECT_THAT(summary.out, HasSubstr("layer 1: multipliers"));
+}
+
+// Numeric options: refused before anything runs (CLI11 validation, exit 105),
+// naming the option, the value and the real allowed range.
+TEST(CliNumericOptions, RangesNameOptionValueAndBounds) {
+  struct Case {
+    std::string args;
+    std::vector<std::string> needles;
+  };
+  const std::string lookup = "lookup --config " + kV41 + " --synthetic 1 --rows 0 ";
+  const std::string conform = "conform --vectors " + std::string(ENGRAM_SOURCE_DIR) + "/vectors --exec true --suite layout ";
+  const Case cases[] = {
+      {"layout --config " + kDemo + " --compressed-vocab-size 0",
+       {"--compressed-vocab-size: must be a decimal integer in [1, 2147483648]", "got '0'"}},
+      {"layout --config " + kV41 + " --compressed-vocab-size 9223372036854775807",
+       {"--compressed-vocab-size", "[1, 2147483648]", "'9223372036854775807'"}},
+      {"layout --config " + kDemo + " --compressed-vocab-size 2147483649", {"--compressed-vocab-size", "'2147483649'"}},
+      {"layout --config " + kDemo + " --compressed-vocab-size 1e3", {"--compressed-vocab-size", "'1e3'"}},
+      {"bench hash --tokens 0", {"--tokens: must be a decimal integer in [1, 4294967296]", "got '0'"}},
+      {"bench hash --tokens 4294967297", {"--tokens", "'4294967297'"}},
+      {"bench hash --chunk 0", {"--chunk", "[1, 16777216]", "'0'"}},
+      {lookup + "--world 0", {"--world: must be a decimal integer in [1, 4096]", "got '0'"}},
+      {lookup + "--world -1", {"--world", "'-1'"}},
+      {lookup + "--world 4097", {"--world", "'4097'"}},
+      {lookup + "--world 99999999999", {"--world", "'99999999999'"}},
+      {lookup + "--world 4 --rank -1", {"--rank", "'-1'"}},
+      {lookup + "--layer -5", {"--layer", "'-5'"}},
+      {"lookup --config " + kV41 + " --synthetic -1 --rows 0", {"--synthetic", "'-1'"}},
+      {"gate --config " + kV41 + " --synthetic -1", {"--synthetic", "'-1'"}},
+      {"explain --config " + kV41 + " --compressed-vocab-size 99092 --ids 5 --synthetic-table -3",
+       {"--synthetic-table", "'-3'"}},
+      {"explain --config " + kV41 + " --compressed-vocab-size 99092 --ids 5 --preview -1", {"--preview", "'-1'"}},
+      {conform + "--timeout nan", {"--timeout: must be a number of seconds in [0.001, 86400], got 'nan'"}},
+      {conform + "--timeout 0", {"--timeout", "'0'"}},
+      {conform + "--timeout inf", {"--timeout", "'inf'"}},
+      {conform + "--timeout 1e300", {"--timeout", "'1e300'"}},
+      {conform + "--accumulate-timeout -5", {"--accumulate-timeout", "'-5'"}},
+      {conform + "--accumulate-max -1", {"--accumulate-max", "'-1'"}},
+  };
+  for (const Case& c : cases) {
+    Result r = RunCli(c.args);
+    EXPECT_EQ(r.exit_code, 105) << c.args << "\n" << r.err;
+    for (const std::string& n : c.needles) EXPECT_THAT(r.err, HasSubstr(n)) << c.args;
+    EXPECT_EQ(r.err.find("0.000000"), std::string::npos) << c.args;  // no CLI11 double range text
+    EXPECT_EQ(r.err.find("the token map has"), std::string::npos) << c.args;  // no token map was given
+    EXPECT_TRUE(r.out.empty()) << c.args;
+  }
+  // The bounds themselves are accepted.
+  Result v_max = RunCli("layout --config " + kDemo + " --compressed-vocab-size 2147483648");
+  ASSERT_EQ(v_max.exit_code, 0) << v_max.err;
+  EXPECT_EQ(json::parse(v_max.out)["compressed_vocab_size"], 2147483648LL);
+  Result w1 = RunCli(lookup + "--world 1 --rank 0");
+  EXPECT_EQ(w1.exit_code, 0) << w1.err;
+  Result w_max = RunCli(lookup + "--world 4096 --rank 4095");
+  EXPECT_EQ(w_max.exit_code, 0) << w_max.err;
+  // Values CLI11 accepts but the command refuses: named too (exit 1).
+  Result rank = RunCli(lookup + "--world 4 --rank 4");
+  EXPECT_EQ(rank.exit_code, 1);
+  EXPECT_THAT(rank.err, HasSubstr("--rank 4 is outside [0, 4) (the ranks of --world 4)"));
+  Result mismatch = RunCli("layout --config " + kV41 + " --compressed-vocab-size 99093");
+  EXPECT_EQ(mismatch.exit_code, 1);
+  EXPECT_THAT(mismatch.err, HasSubstr("'engram_compressed_vocab_size': config says 99092 but --compressed-vocab-size is 99093"));
+  Result chunk = RunCli("bench hash --tokens 16777216 --chunk 16777216");
+  EXPECT_EQ(chunk.exit_code, 1);
+  EXPECT_THAT(chunk.err, HasSubstr("--chunk: 16777216 positions x 48 rows x 8 bytes is more than the 1 GiB"));
 }
 
 TEST(CliVectors, GenerateReproducesCommittedAndVerifyCatchesTampering) {
@@ -160,14 +374,17 @@ TEST(CliVectors, GenerateReproducesCommittedAndVerifyCatchesTampering) {
   int compared = 0;
   for (const auto& e : fs::directory_iterator(committed / "v1")) {
     const std::string rel = "v1/" + e.path().filename().string();
-    EXPECT_EQ(Slurp(out / rel), Slurp(committed / rel)) << rel << " is not byte-identical to the committed file";
+    // Compared as strings with a short message: gtest's line diff of two
+    // 1 MB files would take gigabytes.
+    EXPECT_EQ(FirstDifferingLine(Slurp(out / rel), Slurp(committed / rel)), "")
+        << rel << " is not byte-identical to the committed file";
     ++compared;
   }
   for (const auto& e : fs::directory_iterator(out / "v1")) {
     EXPECT_TRUE(fs::exists(committed / "v1" / e.path().filename())) << e.path() << " is generated but not committed";
   }
   EXPECT_GE(compared, 4);
-  EXPECT_EQ(Slurp(out / "MANIFEST.sha256"), Slurp(committed / "MANIFEST.sha256"));
+  EXPECT_EQ(FirstDifferingLine(Slurp(out / "MANIFEST.sha256"), Slurp(committed / "MANIFEST.sha256")), "");
   Result ok = RunCli("vectors verify " + out.string());
   EXPECT_EQ(ok.exit_code, 0) << ok.out;
 
@@ -181,7 +398,50 @@ TEST(CliVectors, GenerateReproducesCommittedAndVerifyCatchesTampering) {
   EXPECT_NE(tampered.exit_code, 0);
   // Problems go to stderr (§ERR.1).
   EXPECT_THAT(tampered.err, HasSubstr("hash_v41.json has SHA-256"));  // the manifest notices first
-  EXPECT_THAT(tampered.err, HasSubstr("tcId 3: field 'rows'"));     // and recomputation names the test
+  EXPECT_THAT(tampered.err, HasSubstr("tcId 3: field 'rows'"));     // and recomputation names the test,
+  // the element and both values (§VEC.10).
+  const int64_t was = rows[0][0][0].get<int64_t>() - 1;
+  EXPECT_THAT(tampered.err, HasSubstr("tcId 3: field 'rows': rows[0][0][0]: the vector has " + std::to_string(was + 1) +
+                                      ", the reference gives " + std::to_string(was)));
+}
+
+// §VEC.10 Every value the verifier compares is reported at its first differing
+// element with both values: step results of a state test, an intermediate of
+// the generator, a group field of the TP suite.
+TEST(CliVectors, VerifyNamesTheFirstDifferingElementEverywhere) {
+  const fs::path dir = TempDir() / "tampered_vectors";
+  fs::remove_all(dir);
+  fs::copy(fs::path(ENGRAM_SOURCE_DIR) / "vectors", dir, fs::copy_options::recursive);
+  auto edit = [&](const std::string& rel, const std::function<void(json&)>& f) {
+    json doc = json::parse(Slurp(dir / rel));
+    f(doc);
+    Write(dir / rel, doc.dump(1) + "\n");
+  };
+  int64_t row = 0, pool = 0, part = 0;
+  edit("v1/hash_v41.json", [&](json& d) {
+    json& v = d["testGroups"][1]["tests"][0]["steps"][0]["rows"][2][1][5];
+    row = v.get<int64_t>();
+    v = row + 1;
+  });
+  edit("v1/multipliers.json", [&](json& d) {
+    json& v = d["testGroups"][0]["tests"][0]["intermediate"]["pool"][1];
+    pool = v.get<int64_t>();
+    v = pool + 1;
+  });
+  edit("v1/tp_shard.json", [&](json& d) {
+    json& v = d["testGroups"][0]["part"];
+    part = v.get<int64_t>();
+    v = part - 1;
+  });
+  Result r = RunCli("vectors verify " + dir.string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("v1/hash_v41.json: tcId 21: step 0 (append): rows[2][1][5]: the vector has " +
+                               std::to_string(row + 1) + ", the reference gives " + std::to_string(row)));
+  EXPECT_THAT(r.err, HasSubstr("v1/multipliers.json: tcId 1: intermediate.pool[1]: the vector has " +
+                               std::to_string(pool + 1) + ", the reference gives " + std::to_string(pool)));
+  EXPECT_THAT(r.err, HasSubstr("group part (ceil(rows / world)): the vector has " + std::to_string(part - 1) +
+                               ", the reference gives " + std::to_string(part)));
+  EXPECT_EQ(r.err.find("differ from the reference"), std::string::npos) << r.err;  // no message without values
 }
 
 TEST(CliVectors, VerifyRefusesAMissingManifest) {
@@ -585,11 +845,13 @@ TEST(CliExplain, BadInputsAreRefused) {
   EXPECT_THAT(b.err, HasSubstr("-2"));  // §HASH.1: names the position and the value
   Result c = RunCli("explain --config " + kV41 + " --compressed-vocab-size 99092 --ids=5,x7");
   EXPECT_NE(c.exit_code, 0);
-  EXPECT_THAT(c.err, HasSubstr("--ids: 'x7' is not a 64-bit integer"));
+  EXPECT_THAT(c.err, HasSubstr("--ids: item 2 of 2 is 'x7': not a decimal 64-bit integer"));
   Result d = RunCli("explain --config " + kV41 + " --compressed-vocab-size 99092 --ids=5 --synthetic-table 1 "
                     "--synthetic-dim 0");
   EXPECT_NE(d.exit_code, 0);
-  EXPECT_THAT(d.err, HasSubstr("--synthetic-dim: must be in [1, 4096], got 0"));
+  EXPECT_EQ(d.exit_code, 105);  // a CLI11 validation error
+  EXPECT_THAT(d.err, HasSubstr("--synthetic-dim: must be a decimal integer in [1, 4096]"));
+  EXPECT_THAT(d.err, HasSubstr("got '0'"));
   const fs::path out = TempDir() / "explain_never.txt";
   fs::remove(out);
   Result e = RunCli("explain --config " + kV41 + " --compressed-vocab-size 99092 --ids=99092 --out " + out.string());
@@ -623,5 +885,5 @@ TEST(CliLookup, SafetensorsHeaderNumberOutOfRange) {
   Result r = RunCli("lookup --config " + kV41 + " --table " + f.string() + " --rows 0");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr(f.string()));
-  EXPECT_THAT(r.err, HasSubstr("header is not valid JSON"));
+  EXPECT_THAT(r.err, HasSubstr("header: malformed JSON"));
 }

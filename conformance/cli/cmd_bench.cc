@@ -5,6 +5,7 @@
 #include <span>
 
 #include "conformance/cli/common.h"
+#include "reference/error.h"
 #include "reference/hash.h"
 
 namespace engram::cli {
@@ -31,29 +32,41 @@ void AddBenchCommand(CLI::App& app) {
   bench->require_subcommand(1);
   auto* cmd = bench->add_subcommand("hash", "Time hashing N random compressed ids through all layers");
   AddInputOptions(cmd, s->in, false);
-  cmd->add_option("--tokens", s->tokens, "Number of positions")->check(CLI::Range(int64_t{1}, int64_t{1} << 32));
-  cmd->add_option("--chunk", s->chunk, "Positions per call, into a reused output buffer")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  // The ids are drawn one chunk at a time, so memory does not grow with --tokens.
+  cmd->add_option("--tokens", s->tokens, "Number of positions, 1 ... 2^32 (drawn and hashed a chunk at a time)")
+      ->check(IntIn(1, int64_t{1} << 32, "at most 2^32 positions"));
+  cmd->add_option("--chunk", s->chunk,
+                  "Positions per call, into a reused output buffer, 1 ... 2^24 (and at most 1 GiB of rows)")
+      ->check(IntIn(1, int64_t{1} << 24, "at most 2^24 positions per call"));
   cmd->callback([s] {
     Loaded l = Load(s->in);
-    std::vector<int64_t> ids(static_cast<size_t>(s->tokens));
-    uint64_t seed = 0x5EED;
-    for (int64_t& id : ids) {
-      id = static_cast<int64_t>(SplitMix64(seed) % static_cast<uint64_t>(l.layout.compressed_vocab_size));
-    }
     // Serving engines hash a prefill chunk at a time into a reused buffer;
     // so does the benchmark (and the numpy side in scripts/bench_hash.sh).
-    const size_t chunk = static_cast<size_t>(s->chunk);
+    // The ids are drawn a chunk at a time too (the same SplitMix64 stream,
+    // outside the timed region): memory is two chunk buffers whatever --tokens.
+    const size_t chunk = static_cast<size_t>(std::min(s->chunk, s->tokens));
     const size_t per_id = l.layout.layers.size() * static_cast<size_t>(l.layout.columns());
+    constexpr size_t kMaxRowBytes = size_t{1} << 30;
+    if (chunk * per_id > kMaxRowBytes / sizeof(int64_t)) {
+      throw Error("--chunk: " + std::to_string(chunk) + " positions x " + std::to_string(per_id) +
+                  " rows x 8 bytes is more than the 1 GiB row buffer allowed; at most " +
+                  std::to_string(kMaxRowBytes / sizeof(int64_t) / per_id) + " positions per call for this layout");
+    }
+    std::vector<int64_t> ids(chunk);
     std::vector<int64_t> rows(chunk * per_id);
     HashState state(l.layout);
+    uint64_t seed = 0x5EED;
     uint64_t checksum = 0;  // keeps the work observable
     double seconds = 0;
-    for (size_t at = 0; at < ids.size(); at += chunk) {
-      const size_t n = std::min(chunk, ids.size() - at);
+    const size_t total = static_cast<size_t>(s->tokens);
+    for (size_t at = 0; at < total; at += chunk) {
+      const size_t n = std::min(chunk, total - at);
+      for (size_t k = 0; k < n; ++k) {
+        ids[k] = static_cast<int64_t>(SplitMix64(seed) % static_cast<uint64_t>(l.layout.compressed_vocab_size));
+      }
       const std::span<int64_t> out(rows.data(), n * per_id);
       const auto t0 = std::chrono::steady_clock::now();
-      state.AppendInto(std::span<const int64_t>(ids.data() + at, n), out);
+      state.AppendInto(std::span<const int64_t>(ids.data(), n), out);
       seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       for (int64_t r : out) checksum = checksum * 31 + static_cast<uint64_t>(r);
     }

@@ -27,6 +27,7 @@ void AddConformCommand(CLI::App& app) {
     double timeout = 10, accumulate_timeout = 600;
     int64_t accumulate_max = 10000000;
     bool strict_stale = false;
+    int max_timeouts = 3;
   };
   auto s = std::make_shared<State>();
   auto* cmd = app.add_subcommand("conform", "Run an implementation against the golden vectors (§CONF)");
@@ -40,10 +41,14 @@ void AddConformCommand(CLI::App& app) {
   cmd->add_option("--expect-fail", s->expect_fail, "JSON list of tcIds the port knowingly deviates on");
   cmd->add_option("--report-json", s->report_json, "Write every result as JSON here");
   cmd->add_option("--junit", s->junit, "Write JUnit XML here");
-  cmd->add_option("--timeout", s->timeout, "Seconds per test (default 10)")->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout", s->timeout, "Seconds per test (default 10)")->check(SecondsIn(0.001, 86400));
   cmd->add_option("--accumulate-timeout", s->accumulate_timeout, "Seconds per accumulated vector (default 600)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--accumulate-max", s->accumulate_max, "Skip accumulated vectors with more positions than this");
+      ->check(SecondsIn(0.001, 604800));
+  cmd->add_option("--accumulate-max", s->accumulate_max, "Skip accumulated vectors with more positions than this")
+      ->check(IntIn(0, INT64_MAX, "a number of positions"));
+  cmd->add_option("--max-timeouts", s->max_timeouts,
+                  "Stop a suite after this many unanswered tests in a row; it fails (default 3; 0: never stop)")
+      ->check(IntIn(0, 1000000, "a number of tests"));
   cmd->add_flag("--strict-stale", s->strict_stale, "Fail the run when an expected failure now passes");
   cmd->callback([s] {
     conform::Options o;
@@ -65,6 +70,7 @@ void AddConformCommand(CLI::App& app) {
     o.accumulate_timeout = std::chrono::milliseconds(static_cast<int64_t>(s->accumulate_timeout * 1000));
     o.accumulate_max_n = s->accumulate_max;
     o.strict_stale = s->strict_stale;
+    o.max_consecutive_timeouts = s->max_timeouts;
     const int rc = conform::RunConformance(o, std::cout);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });

@@ -6,6 +6,7 @@
 #include "conformance/cli/common.h"
 #include "conformance/cli/fileio.h"
 #include "reference/contract.h"
+#include "reference/bad_inputs.h"
 #include "reference/error.h"
 
 namespace engram::cli {
@@ -24,7 +25,7 @@ MapSource LoadMapSource(const Inputs& in, const Loaded& loaded) {
   }
   MapSource out{*loaded.token_map, std::nullopt};
   // §CON.1 the tokenizer file's own digest, when the map was built from one.
-  if (!in.tokenizer_path.empty()) out.tokenizer_sha256 = Sha256Hex(ReadFile(in.tokenizer_path));
+  if (!in.tokenizer_path.empty()) out.tokenizer_sha256 = Sha256Hex(ReadInputFile(in.tokenizer_path, InputKind::kTokenizer));
   return out;
 }
 
@@ -55,8 +56,7 @@ void AddContractCommand(CLI::App& app) {
   });
   verify->callback([s] {
     const std::string path = s->contract_path;
-    const ojson expected = ojson::parse(ReadFile(path), nullptr, false);
-    if (expected.is_discarded()) throw Error(path + ": malformed JSON");
+    const ojson expected = ParseOrderedJson(ReadInputFile(path, InputKind::kContract), path);
     CheckContractForm(expected, path);
     // §CON.3 Without a config the contract's own parameters are re-derived
     // from the token map: that checks the map and the layout it implies.

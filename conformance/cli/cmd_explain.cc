@@ -90,7 +90,9 @@ struct Options {
   Inputs in;
   std::string ids, positions, out;
   bool json = false;
-  int64_t synthetic_table = -1;
+  bool has_positions = false;    // --positions given (possibly empty: no detailed tables)
+  bool has_synthetic = false;    // --synthetic-table given
+  uint64_t synthetic_table = 0;
   int64_t synthetic_dim = 16;
   int64_t preview = 4;
 };
@@ -156,12 +158,8 @@ void Run(const Options& o) {
     }
     detail.insert(static_cast<size_t>(p));
   }
-  if (o.positions.empty()) {
+  if (!o.has_positions) {
     for (size_t p = 0; p < n; ++p) detail.insert(p);
-  }
-  if (o.preview < 0) throw Error("--preview: must be >= 0, got " + std::to_string(o.preview));
-  if (o.synthetic_dim < 1 || o.synthetic_dim > 4096) {
-    throw Error("--synthetic-dim: must be in [1, 4096], got " + std::to_string(o.synthetic_dim));
   }
 
   // Token texts, when the ids are raw ids of a tokenizer.json.
@@ -173,8 +171,8 @@ void Run(const Options& o) {
 
   // --synthetic-table: decoded rows and gates, [pos][layer].
   std::vector<std::vector<Extra>> extra;
-  const bool synth = o.synthetic_table >= 0;
-  const uint64_t seed = static_cast<uint64_t>(o.synthetic_table);
+  const bool synth = o.has_synthetic;
+  const uint64_t seed = o.synthetic_table;
   const size_t dim = static_cast<size_t>(o.synthetic_dim);
   const size_t hc = l.config.hc_mult > 0 ? static_cast<size_t>(l.config.hc_mult) : 4;
   const size_t head_dim = static_cast<size_t>(l.config.head_dim);
@@ -405,17 +403,27 @@ void AddExplainCommand(CLI::App& app) {
       "explain", "Every intermediate of the hash per position (ids, window, mixes, residues, rows), as a table or JSON");
   AddInputOptions(cmd, o->in, true);
   cmd->add_option("--ids", o->ids,
-                  "Comma-separated ids: raw ids with --tokenizer/--token-map, else compressed ids (v4.1: -1 = DEAD)")
+                  "Comma-separated decimal ids, at least one: raw ids with --tokenizer/--token-map, else compressed "
+                  "ids (v4.1: -1 = DEAD)")
       ->required();
   cmd->add_flag("--json", o->json, "Print the same as JSON");
-  cmd->add_option("--positions", o->positions, "Detailed tables only for these positions (default: all)");
-  cmd->add_option("--synthetic-table", o->synthetic_table,
-                  "Also decode the rows of a synthetic real-size table with this seed (spec/storage.md §STO.5) and "
-                  "compute gates for a synthetic hidden state (§FUS)");
-  cmd->add_option("--synthetic-dim", o->synthetic_dim, "Width of the synthetic hidden state and projections (16)");
-  cmd->add_option("--preview", o->preview, "Decoded values shown per row (4)");
+  auto* positions = cmd->add_option("--positions", o->positions,
+                                    "Detailed tables only for these positions (comma-separated; default: all; "
+                                    "--positions= : none)");
+  auto* table = cmd->add_option("--synthetic-table", o->synthetic_table,
+                                "Also decode the rows of a synthetic real-size table with this seed (spec/storage.md "
+                                "§STO.5) and compute gates for a synthetic hidden state (§FUS)")
+                    ->check(UnsignedIn(0, UINT64_MAX, "a 64-bit seed"));
+  cmd->add_option("--synthetic-dim", o->synthetic_dim, "Width of the synthetic hidden state and projections (16)")
+      ->check(IntIn(1, 4096, "the width of the synthetic hidden state"));
+  cmd->add_option("--preview", o->preview, "Decoded values shown per row (4; at most head_dim are shown)")
+      ->check(IntIn(0, INT64_MAX, "a count of values"));
   cmd->add_option("--out", o->out, "Write the output here instead of stdout (atomically)");
-  cmd->callback([o] { Run(*o); });
+  cmd->callback([o, positions, table] {
+    o->has_positions = positions->count() > 0;
+    o->has_synthetic = table->count() > 0;
+    Run(*o);
+  });
 }
 
 }  // namespace engram::cli

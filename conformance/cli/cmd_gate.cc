@@ -206,7 +206,7 @@ nlohmann::json SyntheticInput(Profile profile, uint64_t seed) {
 void AddGateCommand(CLI::App& app) {
   struct State {
     std::string config, profile, input, out;
-    int64_t synthetic = -1;
+    uint64_t synthetic = 0;
   };
   auto s = std::make_shared<State>();
   auto* cmd = app.add_subcommand("gate", "Gate and fused output of a few positions, every intermediate (spec §FUS)");
@@ -214,20 +214,21 @@ void AddGateCommand(CLI::App& app) {
       ->required();
   cmd->add_option("--profile", s->profile, "v4.1 or demo-v1 (overrides the detected profile)");
   auto* input = cmd->add_option("--input", s->input, "Input JSON (see `engram gate --synthetic 1` for the shape)");
-  auto* synth = cmd->add_option("--synthetic", s->synthetic, "Generate small deterministic inputs from this seed");
+  auto* synth = cmd->add_option("--synthetic", s->synthetic, "Generate small deterministic inputs from this seed")
+                    ->check(UnsignedIn(0, UINT64_MAX, "a 64-bit seed"));
   input->excludes(synth);
   cmd->add_option("--out", s->out, "Write the JSON here instead of stdout");
-  cmd->callback([s] {
+  cmd->callback([s, synth] {
+    const bool synthetic = synth->count() > 0;
     std::optional<Profile> override_profile;
     if (!s->profile.empty()) {
       override_profile = ParseProfile(s->profile);
       if (!override_profile) throw Error("--profile: '" + s->profile + "' is not v4.1 or demo-v1");
     }
     const EngramConfig cfg = LoadConfig(s->config, override_profile);
-    if (s->input.empty() && s->synthetic < 0) throw Error("gate: give --input FILE or --synthetic SEED");
-    const std::string file = s->input.empty() ? "--synthetic " + std::to_string(s->synthetic) : s->input;
-    const nlohmann::json in = s->input.empty() ? SyntheticInput(cfg.profile, static_cast<uint64_t>(s->synthetic))
-                                               : ReadJsonFile(s->input);
+    if (s->input.empty() && !synthetic) throw Error("gate: give --input FILE or --synthetic SEED");
+    const std::string file = synthetic ? "--synthetic " + std::to_string(s->synthetic) : s->input;
+    const nlohmann::json in = synthetic ? SyntheticInput(cfg.profile, s->synthetic) : ReadJsonFile(s->input, InputKind::kFusionInput);
     if (!in.is_object()) throw Error(file + ": the input must be a JSON object");
     ojson doc;
     if (cfg.profile == Profile::kV41) {
@@ -236,7 +237,7 @@ void AddGateCommand(CLI::App& app) {
       if (cfg.kernel_size < 1) throw Error(s->config + ": kernel_size must be >= 1 for demo-v1");
       doc = RunDemo(in, file, static_cast<size_t>(cfg.kernel_size), static_cast<size_t>(cfg.max_ngram));
     }
-    if (s->synthetic >= 0) doc["input"] = ojson::parse(in.dump());
+    if (synthetic) doc["input"] = ojson::parse(in.dump());
     Emit(doc, s->out);
   });
 }

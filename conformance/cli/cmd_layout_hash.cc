@@ -4,6 +4,7 @@
 
 #include "conformance/cli/common.h"
 #include "conformance/cli/fileio.h"
+#include "reference/bad_inputs.h"
 #include "reference/error.h"
 #include "reference/hash.h"
 #include "vectors/suite.h"
@@ -17,11 +18,9 @@ bool IsJsonPath(const std::string& path) {
 
 // §HASH.9 Histories travel as JSON (*.json) or in the binary form.
 HashHistory ReadHistoryFile(const std::string& path) {
-  const std::string bytes = ReadFile(path);
+  const std::string bytes = ReadInputFile(path, InputKind::kHistory);
   if (!IsJsonPath(path)) return DecodeHistoryBinary(bytes, path);
-  const nlohmann::json doc = nlohmann::json::parse(bytes, nullptr, false);
-  if (doc.is_discarded()) throw Error(path + ": malformed JSON");
-  return HistoryFromJson(doc, path);
+  return HistoryFromJson(ParseJson(bytes, path), path);
 }
 
 void WriteHistoryFile(const std::string& path, const HashHistory& history) {
@@ -68,8 +67,13 @@ void AddHashCommand(CLI::App& app) {
   auto s = std::make_shared<State>();
   auto* cmd = app.add_subcommand("hash", "Hash a sequence of ids into table rows");
   AddInputOptions(cmd, s->in, true);
-  cmd->add_option("--ids", s->ids, "Comma-separated ids (v4.1: -1 marks a masked/DEAD position)")->required();
-  cmd->add_option("--chunks", s->chunks, "Feed the ids through the state in these chunk sizes");
+  cmd->add_option("--ids", s->ids,
+                  "Comma-separated decimal ids (v4.1: -1 marks a masked/DEAD position); --ids= (or --ids '') is "
+                  "the empty sequence: no rows, the history passed through")
+      ->required();
+  cmd->add_option("--chunks", s->chunks,
+                  "Feed the ids through the state in these chunk sizes (comma-separated, >= 0, adding up to the "
+                  "number of ids; default: one chunk)");
   cmd->add_flag("--trace", s->trace, "Also print every intermediate value per position");
   cmd->add_option("--out", s->out, "Write the JSON here instead of stdout");
   cmd->add_option("--history-in", s->history_in,

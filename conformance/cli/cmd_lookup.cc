@@ -13,6 +13,9 @@
 namespace engram::cli {
 namespace {
 
+// The largest --world: every rank's partial is computed here, one after the other.
+constexpr int kMaxWorld = 4096;
+
 // JSON has no NaN or infinities: those become strings; -0 stays -0.0.
 ojson FloatJson(float f) {
   if (std::isnan(f)) return "NaN";
@@ -36,6 +39,7 @@ void AddLookupCommand(CLI::App& app) {
     bool edge_rows = false;
     int64_t layer = -1;
     int world = 0, rank = -1;
+    CLI::Option *ids_opt = nullptr, *rows_opt = nullptr, *layer_opt = nullptr, *world_opt = nullptr, *rank_opt = nullptr;
   };
   auto s = std::make_shared<State>();
   auto* cmd = app.add_subcommand("lookup", "Look up and decode table rows (FP8 -> bf16; demo-v1: float rows)");
@@ -43,23 +47,35 @@ void AddLookupCommand(CLI::App& app) {
   auto* t = cmd->add_option("--table", s->table, "A .safetensors checkpoint holding <prefix>.weight and <prefix>.scale");
   cmd->add_option("--tensor", s->tensor, "Tensor name prefix (default layers.<layer>.engram.embed)")->needs(t);
   auto* p = cmd->add_option("--packed", s->packed, "A packed-row file (head_dim codes then head_dim/32 scales per row)");
-  auto* y = cmd->add_option("--synthetic", s->seed, "A synthetic table with this seed (§STO.5)");
+  auto* y = cmd->add_option("--synthetic", s->seed, "A synthetic table with this seed (§STO.5)")
+                ->check(UnsignedIn(0, UINT64_MAX, "a 64-bit seed"));
   cmd->add_flag("--edge-rows", s->edge_rows, "Synthetic table with edge rows (one in 8: NaN, scale 0x00/0xFF, ...)")->needs(y);
   t->excludes(p)->excludes(y);
   p->excludes(y);
-  auto* i = cmd->add_option("--ids", s->ids, "Comma-separated token ids: hashed first (§HASH), then looked up");
-  auto* r = cmd->add_option("--rows", s->rows, "Comma-separated table row ids, looked up directly");
+  auto* i = cmd->add_option("--ids", s->ids,
+                            "Comma-separated decimal token ids: hashed first (§HASH), then looked up (--ids= : none)");
+  auto* r = cmd->add_option("--rows", s->rows, "Comma-separated decimal table row ids, looked up directly (--rows= : none)");
   i->excludes(r);
-  cmd->add_option("--layer", s->layer, "Engram layer id (default: the first of the configuration)");
-  auto* w = cmd->add_option("--world", s->world, "Tensor-parallel world size (row sharding, §STO.7)");
-  cmd->add_option("--rank", s->rank, "With --world: print this rank's masked partial instead of the all_reduce")->needs(w);
+  s->ids_opt = i;
+  s->rows_opt = r;
+  s->layer_opt = cmd->add_option("--layer", s->layer, "Engram layer id (default: the first of the configuration)")
+                     ->check(IntIn(0, INT64_MAX, "layer ids are >= 0"));
+  auto* w = cmd->add_option("--world", s->world, "Tensor-parallel world size (row sharding, §STO.7), 1 ... " +
+                                                     std::to_string(kMaxWorld))
+                ->check(IntIn(1, kMaxWorld, "a world of at least one rank; at most " + std::to_string(kMaxWorld) +
+                                                " ranks, each computed here"));
+  s->world_opt = w;
+  s->rank_opt = cmd->add_option("--rank", s->rank,
+                                "With --world: print this rank's masked partial instead of the all_reduce (0 ... world-1)")
+                    ->check(IntIn(0, kMaxWorld - 1, "ranks are 0 ... world - 1"))
+                    ->needs(w);
   cmd->add_option("--out", s->out, "Write the JSON here instead of stdout");
   cmd->callback([s] {
     Loaded l = Load(s->in);
     const Layout& layout = l.layout;
     // The layer.
     size_t li = 0;
-    if (s->layer >= 0) {
+    if (s->layer_opt->count() > 0) {
       li = layout.layers.size();
       for (size_t k = 0; k < layout.layers.size(); ++k) {
         if (layout.layers[k].layer_id == s->layer) li = k;
@@ -69,9 +85,15 @@ void AddLookupCommand(CLI::App& app) {
     const LayerLayout& layer = layout.layers[li];
     const int columns = layout.columns();
     // The row ids.
-    if (s->ids.empty() == s->rows.empty()) throw Error("give exactly one of --ids and --rows");
+    const bool by_ids = s->ids_opt->count() > 0;
+    if (by_ids == (s->rows_opt->count() > 0)) throw Error("give exactly one of --ids and --rows");
+    // §STO.7 the rank is one of the world's.
+    if (s->rank_opt->count() > 0 && s->rank >= s->world) {
+      throw Error("--rank " + std::to_string(s->rank) + " is outside [0, " + std::to_string(s->world) +
+                  ") (the ranks of --world " + std::to_string(s->world) + ")");
+    }
     std::vector<int64_t> row_ids, compressed;
-    if (!s->ids.empty()) {
+    if (by_ids) {
       const std::vector<int64_t> raw = ParseIntList(s->ids, "--ids");
       compressed = l.token_map ? CompressIds(layout, *l.token_map, raw) : raw;
       CheckCompressedIds(layout, compressed);
@@ -86,13 +108,13 @@ void AddLookupCommand(CLI::App& app) {
     ojson doc;
     doc["profile"] = std::string(ProfileName(layout.profile));
     doc["layer"] = layer.layer_id;
-    if (!compressed.empty()) {
+    if (by_ids) {
       doc["compressed_ids"] = compressed;
       doc["columns"] = columns;
     }
     ojson lookups = ojson::array();
     auto where = [&](size_t k, ojson& e) {
-      if (!compressed.empty()) {
+      if (by_ids) {
         e["position"] = k / static_cast<size_t>(columns);
         e["column"] = k % static_cast<size_t>(columns);
       }
@@ -104,7 +126,7 @@ void AddLookupCommand(CLI::App& app) {
       if (!s->table.empty() || !s->packed.empty()) {
         throw Error("demo-v1 tables are float32 multi-head embeddings: only --synthetic SEED is supported");
       }
-      if (s->world != 0) throw Error("--world: demo-v1 defines no tensor-parallel sharding");
+      if (s->world_opt->count() > 0) throw Error("--world: demo-v1 defines no tensor-parallel sharding");
       auto table = SyntheticFloatTable(s->seed, layer.num_embeddings, l.config.head_dim);
       doc["table"] = {{"source", table->name()}, {"rows", table->rows()}, {"width", table->width()}};
       const std::vector<float> v = LookupFloatRows(*table, row_ids);
@@ -141,24 +163,24 @@ void AddLookupCommand(CLI::App& app) {
       throw Error(table->name() + ": rows are " + std::to_string(table->head_dim()) + " wide but the configuration's head_dim is " +
                   std::to_string(l.config.head_dim));
     }
-    if (!compressed.empty() && table->rows() != layer.num_embeddings) {
+    if (by_ids && table->rows() != layer.num_embeddings) {
       throw Error(table->name() + ": the table has " + std::to_string(table->rows()) + " rows but layer " +
                   std::to_string(layer.layer_id) + " hashes into " + std::to_string(layer.num_embeddings));
     }
     doc["table"] = {{"source", table->name()}, {"rows", table->rows()}, {"head_dim", table->head_dim()}};
     // §STO.6 / §STO.7 the values.
     std::vector<uint16_t> v;
-    if (s->world == 0) {
+    if (s->world_opt->count() == 0) {
       v = LookupRows(*table, row_ids);
-    } else if (s->rank >= 0) {
+    } else if (s->rank_opt->count() > 0) {
       v = ShardLookup(*table, row_ids, s->rank, s->world);
       const Shard sh = RowShard(table->rows(), s->rank, s->world);
       doc["tp"] = {{"world", s->world}, {"rank", s->rank}, {"part", ShardPart(table->rows(), s->world)},
                    {"owns", {sh.begin, sh.end}}, {"output", "this rank's partial: rows it does not own are +0"}};
     } else {
-      std::vector<std::vector<uint16_t>> parts;
-      for (int rk = 0; rk < s->world; ++rk) parts.push_back(ShardLookup(*table, row_ids, rk, s->world));
-      v = ReduceShards(parts);
+      // The left fold over ranks 0 ... W-1 (§STO.7), one partial at a time.
+      v = ShardLookup(*table, row_ids, 0, s->world);
+      for (int rk = 1; rk < s->world; ++rk) v = ReduceShards({v, ShardLookup(*table, row_ids, rk, s->world)});
       doc["tp"] = {{"world", s->world}, {"part", ShardPart(table->rows(), s->world)},
                    {"output", "bf16 sum of all ranks' partials (the all_reduce)"}};
     }
@@ -166,7 +188,7 @@ void AddLookupCommand(CLI::App& app) {
     for (size_t k = 0; k < row_ids.size(); ++k) {
       ojson e;
       where(k, e);
-      if (s->world != 0) {
+      if (s->world_opt->count() > 0) {
         const int owner = OwnerRank(table->rows(), s->world, row_ids[k]);
         e["owner_rank"] = owner;
         e["local_row"] = row_ids[k] - RowShard(table->rows(), owner, s->world).begin;

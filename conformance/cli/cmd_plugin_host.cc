@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -15,6 +17,7 @@
 #include "conformance/cli/common.h"
 #include "conformance/runner/accumulate.h"
 #include "engram/conformance.h"
+#include "reference/bad_inputs.h"
 #include "reference/error.h"
 #include "reference/fusion.h"
 #include "reference/storage.h"
@@ -413,7 +416,7 @@ json BytesLookup(const Api& api, const std::string& type, const json& group, con
   } else {
     Need(api.table_open_safetensors, "engram_table_open_safetensors");
     const std::string header = group.at("header");
-    const json h = json::parse(header);
+    const json h = ParseJson(header, "the group's safetensors header");  // §ERR.5
     int64_t end = 0;
     for (const auto& [name, tensor] : h.items()) {
       if (tensor.is_object() && tensor.contains("data_offsets")) end = std::max(end, tensor["data_offsets"][1].get<int64_t>());
@@ -877,48 +880,83 @@ std::string RequestProblem(const json& request) {
   return "";
 }
 
+// §CONF.3 engram_conformance_info() as the §CONF.2 hello answer. A library
+// that cannot be served (another ABI version, no info, strings that are not
+// UTF-8 or lists with empty names) is answered with `error`, which ends the
+// run before any test (exit 2): its claims cannot be trusted.
+json HelloAnswer(const Api& api) {
+  const engram_conformance_info_t* info = api.info();
+  auto refuse = [](const std::string& why) {
+    return json{{"protocol", 1}, {"name", "?"}, {"suites", json::array()}, {"profiles", json::array()},
+                {"error", "engram_conformance_info(): " + why}};
+  };
+  if (info == nullptr) return refuse("returned NULL");
+  if (info->abi_version != ENGRAM_CONFORMANCE_ABI_VERSION) {
+    return refuse("ABI version " + std::to_string(info->abi_version) + " is not " +
+                  std::to_string(ENGRAM_CONFORMANCE_ABI_VERSION) + " (this host speaks engram/conformance.h version " +
+                  std::to_string(ENGRAM_CONFORMANCE_ABI_VERSION) + ")");
+  }
+  // Each string must be UTF-8: it is passed on as JSON text.
+  std::string problem;
+  auto text = [&](const char* field, const char* s, bool required) {
+    if (s == nullptr || *s == '\0') {
+      if (required && problem.empty()) problem = std::string(field) + " is empty";
+      return std::string();
+    }
+    try {
+      (void)json(std::string(s)).dump();  // strict: throws on a byte sequence that is not UTF-8
+    } catch (const json::exception&) {
+      if (problem.empty()) problem = std::string(field) + " is not valid UTF-8: " + json(std::string(s)).dump(-1, ' ', true, json::error_handler_t::replace);
+    }
+    return std::string(s);
+  };
+  auto list = [&](const char* field, const char* s) {
+    json out = json::array();
+    const std::string all = text(field, s, true);
+    size_t at = 0;
+    while (problem.empty() && at <= all.size()) {
+      const size_t comma = std::min(all.find(',', at), all.size());
+      const std::string item = all.substr(at, comma - at);
+      if (item.empty() || item.find_first_of(" \t") != std::string::npos) {
+        problem = std::string(field) + " \"" + all + "\" is not a comma-separated list of names";
+      }
+      out.push_back(item);
+      at = comma + 1;
+    }
+    return out;
+  };
+  json hello = {{"protocol", 1},
+                {"name", text("name", info->name, true)},
+                {"version", text("version", info->version, false)},
+                {"suites", list("suites", info->suites)},
+                {"profiles", list("profiles", info->profiles)},
+                {"features", json::array({"c-abi"})}};
+  if (!problem.empty()) {
+    // The name often says why a library claims nothing (e.g. a GPU plug-in on a machine without one).
+    // (Bytes that are not UTF-8 are replaced when the answer is written.)
+    return refuse(problem + " (the library's name: \"" + std::string(info->name ? info->name : "?") + "\")");
+  }
+  return hello;
+}
+
 json Handle(const Api& api, const json& request) {
   if (const std::string problem = RequestProblem(request); !problem.empty()) {
     return {{"refused", "plugin-host: " + problem}};
   }
   const std::string op = request["op"];
   try {
-    if (op == "hello") {
-      const engram_conformance_info_t* info = api.info();
-      auto split = [](const char* s) {
-        json out = json::array();
-        std::string item;
-        for (const char* p = s ? s : ""; ; ++p) {
-          if (*p == ',' || *p == '\0') {
-            if (!item.empty()) out.push_back(item);
-            item.clear();
-            if (*p == '\0') break;
-          } else {
-            item.push_back(*p);
-          }
-        }
-        return out;
-      };
-      if (info->abi_version != ENGRAM_CONFORMANCE_ABI_VERSION) {
-        return {{"protocol", 1}, {"name", info->name ? info->name : "?"}, {"suites", json::array()},
-                {"error", "ABI version " + std::to_string(info->abi_version) + " is not " +
-                              std::to_string(ENGRAM_CONFORMANCE_ABI_VERSION)}};
-      }
-      return {{"protocol", 1},
-              {"name", info->name ? info->name : "?"},
-              {"version", info->version ? info->version : ""},
-              {"suites", split(info->suites)},
-              {"profiles", split(info->profiles)},
-              {"features", json::array({"c-abi"})}};
-    }
+    if (op == "hello") return HelloAnswer(api);
     if (op == "contract") {
       if (api.contract_json != nullptr) {
         std::vector<char> out(1 << 22);
         char err[1024] = "";
         if (api.contract_json(out.data(), out.size(), err, sizeof(err)) == 0) {
-          const json c = json::parse(out.data(), nullptr, false);
-          if (c.is_discarded()) return {{"refused", "engram_contract_json wrote something that is not JSON"}};
-          return {{"contract", c}};
+          out.back() = '\0';  // a library that filled the whole buffer still ends here
+          try {
+            return {{"contract", ParseJson(out.data(), "engram_contract_json")}};  // §ERR.5 strict
+          } catch (const Error& e) {
+            return {{"refused", std::string("engram_contract_json wrote something that is not JSON: ") + e.what()}};
+          }
         }
       }
       Layout layout(api, request);
@@ -958,15 +996,45 @@ void AddPluginHostCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("plugin-host", "Serve the JSON-lines conformance protocol for a C-ABI library (§CONF.3)");
   cmd->add_option("--lib", *lib, "Shared library implementing engram/conformance.h")->required();
   cmd->callback([lib] {
+    // §CONF.3 The protocol keeps descriptors of its own: a library that
+    // prints to stdout (or reads stdin) must not corrupt the JSON-lines
+    // stream. Before the library is loaded (its constructors may print), the
+    // protocol's ends are moved to new descriptors, stdout becomes stderr and
+    // stdin /dev/null.
+    const int protocol_in = ::dup(0), protocol_out = ::dup(1);
+    const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (protocol_in < 0 || protocol_out < 0 || null_fd < 0 || ::dup2(2, 1) < 0 || ::dup2(null_fd, 0) < 0) {
+      throw Error(std::string("plugin-host: cannot set up the protocol descriptors: ") + std::strerror(errno));
+    }
+    ::close(null_fd);
+    ::fcntl(protocol_in, F_SETFD, FD_CLOEXEC);
+    ::fcntl(protocol_out, F_SETFD, FD_CLOEXEC);
+    FILE* in = ::fdopen(protocol_in, "r");
+    FILE* out = ::fdopen(protocol_out, "w");
+    if (in == nullptr || out == nullptr) throw Error(std::string("plugin-host: fdopen: ") + std::strerror(errno));
     const Api api = LoadApi(*lib);
-    std::string line;
-    while (std::getline(std::cin, line)) {
-      const json request = json::parse(line, nullptr, false);
-      const json reply = request.is_discarded() ? json{{"refused", "plugin-host: the request is not JSON"}} : Handle(api, request);
+    char* buf = nullptr;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = ::getline(&buf, &cap, in)) >= 0) {
+      std::string line(buf, static_cast<size_t>(n));
+      if (!line.empty() && line.back() == '\n') line.pop_back();
+      json request;
+      json reply;
+      try {
+        request = ParseJson(line, "the request");  // §ERR.5 strict, like every input
+      } catch (const Error& e) {
+        reply = {{"refused", std::string("plugin-host: the request is not JSON (or repeats a key): ") + e.what()}};
+      }
+      if (reply.is_null()) reply = Handle(api, request);
       // A library may hand back bytes that are not UTF-8: replaced, never fatal to the host.
-      std::cout << reply.dump(-1, ' ', false, json::error_handler_t::replace) << "\n" << std::flush;
+      const std::string text = reply.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+      if (std::fwrite(text.data(), 1, text.size(), out) != text.size() || std::fflush(out) != 0) break;
       if (request.is_object() && request.contains("op") && request["op"] == "bye") break;
     }
+    std::free(buf);
+    std::fclose(in);
+    std::fclose(out);
   });
 }
 

@@ -12,6 +12,7 @@
 
 #include "conformance/cli/common.h"
 #include "conformance/cli/fileio.h"
+#include "reference/bad_inputs.h"
 #include "reference/error.h"
 #include "reference/token_map.h"
 
@@ -23,12 +24,14 @@ namespace {
 // rather than copying it into a string: for a real tokenizer.json (6 MB)
 // that saves ~3 ms of the command's ~40 (the copy, and the first touch of
 // every page of a fresh buffer). Anything unusual (a pipe, an empty file, a
-// failed call) goes to LoadTokenizerJson, whose errors name the file.
+// failed call, a directory, a file past the §ERR.4 limit) goes to
+// LoadTokenizerJson, whose bounded read names the file and the problem.
 Tokenizer LoadTokenizer(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return LoadTokenizerJson(path);
   struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+      static_cast<uint64_t>(st.st_size) > InputSizeLimit(InputKind::kTokenizer)) {
     ::close(fd);
     return LoadTokenizerJson(path);
   }

@@ -41,8 +41,35 @@ struct Loaded {
 // resolves V and the compressed pad (§LAY.4, §TOK.5), builds the layout.
 Loaded Load(const Inputs& in);
 
-// Parses "1,2,-3"; errors name `option` and the bad item.
+// Parses a comma-separated list of decimal int64 such as "1,2,-3". Strict:
+// each item is an optional '-' and the digits 0-9, nothing else (no '+', no
+// spaces, no hex, no empty item: "5,7," and "5,,7" are refused). The empty
+// text is the empty list (`--ids=` or `--ids ''`). Errors name `option`, the
+// item's position (1-based, "item 2 of 3") and the item.
 std::vector<int64_t> ParseIntList(const std::string& text, const std::string& option);
+
+// The strict decimal form of one integer (as in ParseIntList); nullopt for
+// any other text or a value outside int64 / uint64.
+std::optional<int64_t> ParseDecimal(const std::string& text);
+std::optional<uint64_t> ParseDecimalUnsigned(const std::string& text);
+
+// CLI11 checks for numeric options. They run before CLI11 converts the text,
+// so every refusal is a validation error (exit 105) whose message CLI11
+// prefixes with the option's name: "--world: must be an integer in [1, 4096]
+// (why), got 0". `why` says where the bounds come from (may be empty).
+CLI::Validator IntIn(int64_t lo, int64_t hi, const std::string& why = "");
+CLI::Validator UnsignedIn(uint64_t lo, uint64_t hi, const std::string& why = "");
+// A finite decimal number of seconds in [lo, hi] (no NaN, no infinity).
+CLI::Validator SecondsIn(double lo, double hi);
+
+// §TOK.5 The largest compressed vocabulary: a token map's entries are in
+// [0, 2^31), so V <= 2^31 (and V >= 1, §RNG.4).
+inline constexpr int64_t kMaxCompressedVocabSize = int64_t{1} << 31;
+
+// Rewrites the command line so that `--name=` (an empty value after '=')
+// reaches CLI11 as `--name ''`: CLI11 2.1 would otherwise take the next word as
+// the value. Only words before a lone "--" are rewritten.
+std::vector<std::string> ExpandEmptyValues(int argc, const char* const* argv);
 
 // Prints `doc` (1-space indentation) to stdout, or writes it atomically to `out_path`.
 void Emit(const ojson& doc, const std::string& out_path);

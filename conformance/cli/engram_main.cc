@@ -2,6 +2,7 @@
 // on failure. Every subcommand (cmd_*.cc) is a thin shell over the reference.
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -37,8 +38,12 @@ int main(int argc, char** argv) {
       return static_cast<int>(CLI::ExitCodes::ExtrasError);
     }
   }
+  // `--ids=` is the empty list (CLI11 alone would take the next word as the value).
+  const std::vector<std::string> words = engram::cli::ExpandEmptyValues(argc, argv);
+  std::vector<const char*> word_ptrs;
+  for (const std::string& w : words) word_ptrs.push_back(w.c_str());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(word_ptrs.size()), word_ptrs.data());
   } catch (const CLI::RuntimeError& e) {
     return e.get_exit_code();  // the subcommand already reported what failed
   } catch (const CLI::ParseError& e) {

@@ -14,6 +14,13 @@ TEST(FileIo, AtomicWriteReplacesAndLeavesNoTemporaries) {
   fs::path dir = fs::temp_directory_path() / ("engram_fileio_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
+  struct RemoveAtExit {
+    fs::path p;
+    ~RemoveAtExit() {
+      std::error_code ec;
+      fs::remove_all(p, ec);
+    }
+  } remove_at_exit{dir};
   engram::WriteFileAtomic(dir / "a.txt", "first");
   engram::WriteFileAtomic(dir / "a.txt", "second");
   EXPECT_EQ(engram::ReadFile(dir / "a.txt"), "second");

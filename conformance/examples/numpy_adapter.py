@@ -21,12 +21,28 @@ Run:  engram conform --vectors vectors --exec "python3 conformance/examples/nump
 `--bug NAME` plants a known porting bug (spec/conformance.md §CONF.4, ENGRAM.md §8) so that the runner's
 flagged tests can be seen to catch it: each fails exactly the tests that carry its flag (the generator sets
 the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the outcome).
-  no-dead-blocking       pad a DEAD slot but keep reading older slots (no cumulative blocking)  NoDeadBlocking
-  truncated-mod          C-style % (sign of the dividend) instead of floor-mod on negative mixes  FloorMod
-  int32-multipliers      draw multipliers with int32 bounds (MaxText)                           Int32Multipliers
-  sign                   v4.1 gate with torch.sign() instead of copysign: 0.5 at dot = +-0      SignedZeroCopysign
-  e8m0-shift             E8M0 scale as float32 bits (s << 23): 0x00 -> 0.0, 0xFF -> inf        E8M0BitShift
-  python-wrapper-decode  token texts through transformers' clean_up_tokenization               PythonWrapperDecode
+  no-dead-blocking       pad a DEAD slot but keep reading older slots (no cumulative blocking)        NoDeadBlocking
+  dead-as-id             hash DEAD (-1) as an ordinary id: no pad, no blocking                        DeadAsOrdinaryId
+  truncated-mod          C-style % (sign of the dividend) instead of floor-mod on negative mixes      FloorMod
+  int32-multipliers      draw multipliers with int32 bounds (MaxText)                                 Int32Multipliers
+  sign                   v4.1 gate with torch.sign() instead of copysign: 0.5 at dot = +-0            SignedZeroCopysign
+  where-negative         v4.1 gate sigmoid(where(dot < 0, -root, root)): -0 taken as +0               WhereNegativeGate
+  plus-eps               both gates: sqrt(|dot| + 1e-6) instead of sqrt(max(|dot|, 1e-6))             PlusEpsClamp
+  skip-masked            v4.1: masked positions skipped (out = x), 0 * inf / NaN never reaches out    MaskedNonFinite
+  wkv-block128           fp8 wkv weight scale [n // 128][k // 128] (V4's blocks) of the 32x32 tensor  Fp8Blocks32
+  copysign               demo gate with copysign instead of torch.sign(): 0.5 +- 2.5e-4 at g = +-0    SignZeroHalf
+  rms-norm-eps           demo gate's key/query RMSNorms with eps 1e-5 instead of 2^-23                RmsNormEps
+  tap-order              ShortConv taps time-reversed (tap j reads j dilations back)                  TapOrder
+  conv-norm-eps          ShortConv's RMSNorm with torch's default eps 2^-23 instead of 1e-5           ConvNormEps
+  e8m0-shift             E8M0 scale as float32 bits (s << 23): 0x00 -> 0.0, 0xFF -> inf               E8M0BitShift
+  flush-to-zero          row decode with FTZ + DAZ: scale 2^-127 read as 0, subnormal products 0      FlushToZero
+  block128               row decode with V4's 128-wide scale blocks: element j uses scale j // 128    Block128
+  keep-neg-zero          row-sharded all_reduce keeps the owner's bits (-0 stays -0)                  NegZeroAllReduce
+  local-as-global        a TP rank reads its local row id (id - begin) as a global row                TpLocalAsGlobal
+  python-wrapper-decode  token texts through transformers' clean_up_tokenization                      PythonWrapperDecode
+  added-token-content    an added token's text is its content as is (no byte table)                   AddedTokenByteLevel
+  sentinel-less          normalizer without the U+E000 sentinel steps (" " strips to "")              SentinelLessNormalizer
+  context-lowercase      whole-text str.lower() (word-final sigma) instead of per code point          ContextLowercase
 """
 import argparse
 import hashlib
@@ -42,7 +58,32 @@ DEAD = -1
 INT64_MAX = (1 << 63) - 1
 SUITES = ["multipliers", "layout", "hash_v41", "hash_demo", "hash_state", "accumulated", "token_map", "fp8_decode",
           "table_lookup", "tp_shard", "gate_v41", "gate_demo", "short_conv_demo", "engram_forward"]
-BUGS = ["no-dead-blocking", "truncated-mod", "int32-multipliers", "sign", "e8m0-shift", "python-wrapper-decode"]
+# --bug NAME -> the vector flag (a KNOWN_DIVERGENCE note) whose tests a port with that bug fails, exactly.
+# Every KNOWN_DIVERGENCE note names its planted bug ("--bug NAME"); conform_tests (PlantedBug) runs each.
+BUGS = {
+    "no-dead-blocking": "NoDeadBlocking",
+    "dead-as-id": "DeadAsOrdinaryId",
+    "truncated-mod": "FloorMod",
+    "int32-multipliers": "Int32Multipliers",
+    "sign": "SignedZeroCopysign",
+    "where-negative": "WhereNegativeGate",
+    "plus-eps": "PlusEpsClamp",
+    "skip-masked": "MaskedNonFinite",
+    "wkv-block128": "Fp8Blocks32",
+    "copysign": "SignZeroHalf",
+    "rms-norm-eps": "RmsNormEps",
+    "tap-order": "TapOrder",
+    "conv-norm-eps": "ConvNormEps",
+    "e8m0-shift": "E8M0BitShift",
+    "flush-to-zero": "FlushToZero",
+    "block128": "Block128",
+    "keep-neg-zero": "NegZeroAllReduce",
+    "local-as-global": "TpLocalAsGlobal",
+    "python-wrapper-decode": "PythonWrapperDecode",
+    "added-token-content": "AddedTokenByteLevel",
+    "sentinel-less": "SentinelLessNormalizer",
+    "context-lowercase": "ContextLowercase",
+}
 BUG = None
 CONTRACT = None  # --contract FILE: the hash contract (spec §CON) of the model this port serves
 
@@ -209,6 +250,8 @@ def hash_rows(layout, history, position, ids):
         if layout["profile"] == "v4.1":
             if BUG == "no-dead-blocking":
                 blocked = before | (x == DEAD)
+            elif BUG == "dead-as-id":
+                blocked = before  # -1 is multiplied in like any id
             else:
                 blocked = blocked | before | (x == DEAD)
         else:
@@ -364,14 +407,28 @@ def bf16_hex(bits):
     return "".join("%04x" % int(b) for b in np.asarray(bits).ravel())
 
 
+def flush_subnormals(x):
+    """float32 subnormals -> a zero of the same sign (what FTZ / DAZ hardware does); NaN stays NaN."""
+    return np.where(np.abs(x) < np.float32(2.0 ** -126), np.copysign(np.float32(0), x), x).astype(np.float32)
+
+
 def decode_row(codes, scales):
-    """§STO.3 codes (uint8 [d]) with one scale per 32 codes -> bf16 bits [d]: float32 product, one rounding."""
+    """§STO.3 codes (uint8 [d]) with one scale per 32 codes -> bf16 bits [d]: float32 product, one rounding.
+
+    --bug block128: V4's 128-wide blocks, element j reads scale j // 128 (of the row's d / 32).
+    --bug flush-to-zero: the float32 multiply under FTZ + DAZ: operands and product flushed.
+    """
     codes = np.asarray(codes, dtype=np.uint8)
     per_element = np.repeat(np.asarray(scales, dtype=np.uint8), 32)
     if per_element.size != codes.size:
         raise ValueError(f"a row of {codes.size} codes needs {codes.size // 32} scales, got {len(scales)}")
+    if BUG == "block128":
+        per_element = np.asarray(scales, dtype=np.uint8)[np.arange(codes.size) // 128]
+    a, b = E4M3_F32[codes], e8m0_f32()[per_element]
     with np.errstate(over="ignore", invalid="ignore"):
-        return to_bf16(E4M3_F32[codes] * e8m0_f32()[per_element])
+        if BUG == "flush-to-zero":
+            return to_bf16(flush_subnormals(flush_subnormals(a) * flush_subnormals(b)))
+        return to_bf16(a * b)
 
 
 def mix64(z):
@@ -457,7 +514,11 @@ def shard_range(rows, rank, world):
 
 def row_shard_lookup(table, ids, world):
     """§STO.7 each rank reads the rows it owns (local row id - begin) and writes +0 elsewhere; then a left
-    fold of bf16 additions over the ranks (float32 sum, one rounding)."""
+    fold of bf16 additions over the ranks (float32 sum, one rounding).
+
+    --bug local-as-global: the rank reads its local row id as a row of the whole table.
+    --bug keep-neg-zero: the reduction takes the owner rank's bits (no +0 of the other ranks added: -0 stays).
+    """
     table.check(ids)
     ids = np.asarray(ids, dtype=np.int64)
     acc = None
@@ -468,8 +529,13 @@ def row_shard_lookup(table, ids, world):
         if mine.any():
             # The rank's local table holds global rows begin .. end-1 at local ids 0 .. end-begin-1.
             local = ids[mine] - begin
-            part[mine] = table.lookup(begin + local)
-        acc = part if acc is None else to_bf16(bf16_to_f32(acc) + bf16_to_f32(part))
+            part[mine] = table.lookup(local if BUG == "local-as-global" else begin + local)
+        if acc is None:
+            acc = part
+        elif BUG == "keep-neg-zero":
+            acc = np.where(mine[:, None], part, acc)
+        else:
+            acc = to_bf16(bf16_to_f32(acc) + bf16_to_f32(part))
     return acc
 
 
@@ -576,8 +642,13 @@ WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(chr(c) for c in range(0x
     "\u2028\u2029\u202f\u205f\u3000"
 
 
-def decode_token(token):
-    """§TOK.2 single-id decode: bytes through the table (or the token's own UTF-8), then lossy UTF-8."""
+def decode_token(token, added=False):
+    """§TOK.2 single-id decode: bytes through the table (or the token's own UTF-8), then lossy UTF-8.
+
+    --bug added-token-content: an added token's text is its content, unchanged.
+    """
+    if added and BUG == "added-token-content":
+        return token
     if all(c in UNICODE_TO_BYTE for c in token):
         data = bytes(UNICODE_TO_BYTE[c] for c in token)
     else:
@@ -592,18 +663,27 @@ def decode_token(token):
 
 
 def normalize(text):
-    """§TOK.3 NFKC, NFD, strip marks, per-code-point lowercase, whitespace runs, sentinel, strip, sentinel."""
+    """§TOK.3 NFKC, NFD, strip marks, per-code-point lowercase, whitespace runs, sentinel, strip, sentinel.
+
+    --bug context-lowercase: str.lower() of the whole text (Final_Sigma: a word-final sigma becomes ς).
+    --bug sentinel-less: no sentinel steps: whitespace that collapses to " " strips to "".
+    """
     t = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text))
     t = "".join(c for c in t if unicodedata.category(c) not in ("Mn", "Mc", "Me"))
-    t = "".join(c.lower() for c in t)  # one code point at a time: no final-sigma context
+    if BUG == "context-lowercase":
+        t = t.lower()
+    else:
+        t = "".join(c.lower() for c in t)  # one code point at a time: no final-sigma context
     t = re.sub("[ \t\r\n]+", " ", t)
+    if BUG == "sentinel-less":
+        return t.strip(WHITE_SPACE)
     if t == " ":
         t = "\ue000"
     return t.strip(WHITE_SPACE).replace("\ue000", " ")
 
 
 def load_tokenizer(text):
-    """§TOK.1 tokenizer.json text -> tokens[id]; refuses what §TOK.1 refuses."""
+    """§TOK.1 tokenizer.json text -> (tokens[id], the set of added token ids); refuses what §TOK.1 refuses."""
     def pairs(items):
         seen = {}
         for k, v in items:
@@ -663,14 +743,14 @@ def load_tokenizer(text):
     size = max(tokens) + 1 if tokens else 0
     if set(tokens) != set(range(size)):
         raise ValueError("ids are not 0 .. T-1")
-    return [tokens[i] for i in range(size)]
+    return [tokens[i] for i in range(size)], set(added_ids.values())
 
 
 def token_map_test(group, test):
-    tokens = load_tokenizer(group["tokenizerJson"])
+    tokens, added = load_tokenizer(group["tokenizerJson"])
     keys, cmap = {}, []
-    for tok in tokens:
-        text = decode_token(tok)
+    for i, tok in enumerate(tokens):
+        text = decode_token(tok, i in added)
         if "\ufffd" in text:
             key = tok  # §TOK.4 the raw token; one dictionary serves all three kinds of key
         else:
@@ -744,11 +824,19 @@ def gate_fn(d, p, profile):
     """§FUS.4 G41 (copysign) and §FUS.6 GD (torch.sign, 0 at +-0 and NaN).
 
     --bug sign: the v4.1 gate written with torch.sign() as well (0.5 at dot = +-0).
+    --bug where-negative: the v4.1 gate as where(dot < 0, -root, root) (so -0 counts as positive).
+    --bug plus-eps: sqrt(|d| + 1e-6) in both gates instead of the clamp.
+    --bug copysign: the demo gate written with copysign like v4.1's (sigmoid(+-0.001) at g = +-0).
     """
     a = abs(d)
-    clamped = a if a != a else max(a, rnd(1e-6, p))  # clamp_min keeps NaN
+    if BUG == "plus-eps":
+        clamped = rnd(a + rnd(1e-6, p), p)  # NaN + eps is NaN
+    else:
+        clamped = a if a != a else max(a, rnd(1e-6, p))  # clamp_min keeps NaN
     root = rnd(math.sqrt(clamped), p)
-    if profile == "v4.1" and BUG != "sign":
+    if profile == "v4.1" and BUG == "where-negative":
+        signed = -root if d < 0 else root
+    elif (profile == "v4.1" and BUG != "sign") or (profile != "v4.1" and BUG == "copysign"):
         signed = math.copysign(root, d)
     else:
         signed = rnd(root * ((0 < d) - (d < 0)), p)
@@ -763,7 +851,12 @@ def seq_sum(terms, p):
 
 
 def v41_stream(h, k, v, qw, kw, eps, masked, p):
-    """§FUS.3 one stream: (gate, out values before the bf16 cast)."""
+    """§FUS.3 one stream: (gate, out values before the bf16 cast).
+
+    --bug skip-masked: a masked position is not computed at all; x is passed through.
+    """
+    if masked and BUG == "skip-masked":
+        return 0.0, list(h)
     dim = len(h)
     w = [rnd(a * b, p) for a, b in zip(qw, kw)]
     e = rnd(eps, p)
@@ -812,7 +905,10 @@ def act_quant(e_bits):
 
 def fp8_linear(codes, scales, w_codes, w_scales, out, inn, p):
     """§FUS.2.2 the fp8 GEMM with 32x32 weight blocks: float64 sum of the dequantized products, or the
-    kernel's float32 mirror (float32 sum of code products per K block, then scaled and accumulated)."""
+    kernel's float32 mirror (float32 sum of code products per K block, then scaled and accumulated).
+
+    --bug wkv-block128: V4's 128 x 128 weight blocks: the weight scale of (n, k) read at [n // 128][k // 128]
+    of the stored [ceil(out / 32)][in / 32] scale tensor."""
     if inn % 32 or len(codes) != inn or len(w_codes) != out * inn or len(w_scales) != -(-out // 32) * (inn // 32):
         raise ValueError("fp8 wkv: shapes do not match")
     kb = inn // 32
@@ -820,7 +916,11 @@ def fp8_linear(codes, scales, w_codes, w_scales, out, inn, p):
     for n in range(out):
         acc = 0.0
         for b in range(kb):
-            sa, sw = e8m0_value(scales[b]), e8m0_value(w_scales[(n // 32) * kb + b])
+            if BUG == "wkv-block128":
+                sw = e8m0_value(w_scales[(n // 128) * kb + (b * 32) // 128])
+            else:
+                sw = e8m0_value(w_scales[(n // 32) * kb + b])
+            sa = e8m0_value(scales[b])
             prods = [e4m3_value(codes[i]) * e4m3_value(w_codes[n * inn + i]) for i in range(b * 32, b * 32 + 32)]
             if p == 64:
                 for q in prods:
@@ -869,11 +969,12 @@ class Demo:
                              f"(expected {self.hc * H})")
         vproj = linear(e, self.valueWeight, H, p, self.valueBias)
         sqrt_h = rnd(math.sqrt(H), p)
+        eps = 1e-5 if BUG == "rms-norm-eps" else 2.0 ** -23  # nn.RMSNorm(eps=None): torch's float32 epsilon
         gates, values = [], []
         for c in range(self.hc):
             key = linear(e, self.keyWeight[c * H * self.inn:(c + 1) * H * self.inn], H, p, self.keyBias[c * H:(c + 1) * H])
-            kn = rms_norm(key, self.norm1Weight[c * H:(c + 1) * H], 2.0 ** -23, p)  # torch's default eps
-            qn = rms_norm(hidden[c * H:(c + 1) * H], self.norm2Weight[c * H:(c + 1) * H], 2.0 ** -23, p)
+            kn = rms_norm(key, self.norm1Weight[c * H:(c + 1) * H], eps, p)
+            qn = rms_norm(hidden[c * H:(c + 1) * H], self.norm2Weight[c * H:(c + 1) * H], eps, p)
             g = rnd(seq_sum((rnd(a * b, p) for a, b in zip(kn, qn)), p) / sqrt_h, p)
             gate = gate_fn(g, p, "demo-v1")
             gates.append(gate)
@@ -881,20 +982,24 @@ class Demo:
         return gates, values
 
     def short_conv(self, value, steps, p):
-        """§FUS.7 per-stream RMSNorm (eps 1e-5), depthwise causal dilated Conv1d (last tap = now), SiLU."""
+        """§FUS.7 per-stream RMSNorm (eps 1e-5), depthwise causal dilated Conv1d (last tap = now), SiLU.
+
+        --bug conv-norm-eps: the norm with torch's default eps (2^-23); --bug tap-order: the taps reversed in time.
+        """
         H, C = self.hidden, self.hc * self.hidden
+        eps = 2.0 ** -23 if BUG == "conv-norm-eps" else 1e-5
         if len(value) != steps * C:
             raise ValueError(f"value has {len(value)} entries, expected {steps} x {C}")
         normed = []
         for t in range(steps):
             for c in range(self.hc):
-                normed += rms_norm(value[t * C + c * H:t * C + (c + 1) * H], self.convNormWeight[c * H:(c + 1) * H], 1e-5, p)
+                normed += rms_norm(value[t * C + c * H:t * C + (c + 1) * H], self.convNormWeight[c * H:(c + 1) * H], eps, p)
         out = []
         for t in range(steps):
             for ch in range(C):
                 acc = 0.0
                 for j in range(self.kernel):
-                    back = (self.kernel - 1 - j) * self.dil
+                    back = (j if BUG == "tap-order" else self.kernel - 1 - j) * self.dil
                     if back <= t:
                         acc = rnd(acc + rnd(self.convWeight[ch * self.kernel + j] * normed[(t - back) * C + ch], p), p)
                 out.append(silu(acc, p))
@@ -1108,10 +1213,14 @@ def handle(req):
 def main():
     global BUG, CONTRACT
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bug", choices=BUGS)
+    ap.add_argument("--bug", choices=list(BUGS))
+    ap.add_argument("--list-bugs", action="store_true", help="print {bug: flag} as JSON and exit")
     ap.add_argument("--contract", help="report this hash contract (e.g. written by `engram contract`)")
     args = ap.parse_args()
     BUG = args.bug
+    if args.list_bugs:
+        print(json.dumps(BUGS))
+        return
     if args.contract:
         with open(args.contract, encoding="utf-8") as f:
             CONTRACT = json.load(f)

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reference/bad_inputs.h"
 #include "reference/error.h"
 
 namespace engram::plugin {
@@ -45,7 +46,7 @@ engram_layout* engram_layout_create(const char* config_json, const char* profile
                                     int64_t compressed_pad, char* err, size_t err_len) {
   try {
     if (config_json == nullptr) throw Error("config_json: NULL");
-    const nlohmann::json doc = nlohmann::json::parse(config_json);
+    const nlohmann::json doc = engram::ParseJson(config_json, "config_json");  // §ERR.5 unique keys
     std::optional<engram::Profile> p;
     if (profile != nullptr) {
       p = engram::ParseProfile(profile);

@@ -616,8 +616,18 @@ struct ConformRun {
   json report;
 };
 
+// One scratch directory per test process, removed when the process ends.
+struct ScratchDir {
+  fs::path path = fs::temp_directory_path() / ("engram_plugin_test_" + std::to_string(::getpid()));
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
 ConformRun Conform(const std::string& lib, const std::string& env = "") {
-  const fs::path dir = fs::temp_directory_path() / ("engram_plugin_test_" + std::to_string(::getpid()));
+  static ScratchDir scratch;
+  const fs::path dir = scratch.path;
   fs::create_directories(dir);
   const fs::path out = dir / "out.txt", report = dir / "report.json";
   fs::remove(report);
@@ -672,10 +682,13 @@ INSTANTIATE_TEST_SUITE_P(Precisions, ConformLib, testing::Values("", "ENGRAM_REF
                          [](const testing::TestParamInfo<std::string>& i) { return i.param.empty() ? "float32" : "float64"; });
 
 // A library that exports none of the entry points (a C99 library claiming every
-// suite) loads; each of its tests is `skipped` (unsupported), none fails or crashes.
+// suite) loads; each of its tests is `skipped` (unsupported), none fails or
+// crashes. Nothing was tested, so the verdict is not OK (§CONF.4).
 TEST(ConformLibMinimal, MissingEntryPointsAreSkippedNotFailures) {
   const ConformRun r = Conform(ENGRAM_MINIMAL_PLUGIN);
-  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("nothing was tested"));
+  EXPECT_THAT(r.out, testing::Not(HasSubstr("conformance: OK")));
   EXPECT_THAT(r.out, HasSubstr("\"minimal-c99\""));
   ASSERT_TRUE(r.report.contains("results")) << r.out;
   std::set<std::string> suites;

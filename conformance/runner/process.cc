@@ -22,6 +22,9 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
   pid_ = fork();
   if (pid_ < 0) throw Error(std::string("fork: ") + std::strerror(errno));
   if (pid_ == 0) {
+    // Its own process group: a timeout kills the whole tree (a shell peer's
+    // children included), not only the process the runner started.
+    setpgid(0, 0);
     dup2(in[0], 0);
     dup2(out[1], 1);
     dup2(err[1], 2);
@@ -40,7 +43,9 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
   in_fd_ = in[1];
   out_fd_ = out[0];
   err_fd_ = err[0];
+  setpgid(pid_, pid_);  // also here: whichever of parent and child runs first
   fcntl(err_fd_, F_SETFL, fcntl(err_fd_, F_GETFL) | O_NONBLOCK);
+  fcntl(in_fd_, F_SETFL, fcntl(in_fd_, F_GETFL) | O_NONBLOCK);  // writes wait in poll, with a deadline
 }
 
 ChildProcess::~ChildProcess() {
@@ -50,18 +55,26 @@ ChildProcess::~ChildProcess() {
   }
 }
 
-bool ChildProcess::WriteLine(const std::string& line) {
-  std::string data = line + "\n";
+ChildProcess::WriteStatus ChildProcess::WriteLine(const std::string& line, std::chrono::milliseconds timeout) {
+  const std::string data = line + "\n";
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   size_t done = 0;
   while (done < data.size()) {
-    ssize_t n = write(in_fd_, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
+    const ssize_t n = write(in_fd_, data.data() + done, data.size() - done);
+    if (n >= 0) {
+      done += static_cast<size_t>(n);
+      continue;
     }
-    done += static_cast<size_t>(n);
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return WriteStatus::kClosed;
+    // The pipe is full: a child that does not read its input is a timeout, not a hang.
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return WriteStatus::kTimeout;
+    pollfd fd = {in_fd_, POLLOUT, 0};
+    if (poll(&fd, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) return WriteStatus::kClosed;
+    if (fd.revents & (POLLERR | POLLHUP)) return WriteStatus::kClosed;
   }
-  return true;
+  return WriteStatus::kOk;
 }
 
 void ChildProcess::DrainStderr() {
@@ -107,6 +120,9 @@ ChildProcess::ReadStatus ChildProcess::ReadLine(std::string& line, std::chrono::
 }
 
 void ChildProcess::Kill() {
+  // The process group (see the constructor), also when the child itself has
+  // exited already: what it started (a shell peer's `sleep`) must not linger.
+  if (pid_ > 0) kill(-pid_, SIGKILL);
   if (pid_ > 0 && !reaped_) {
     kill(pid_, SIGKILL);
     waitpid(pid_, &status_, 0);

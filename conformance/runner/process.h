@@ -20,14 +20,16 @@ class ChildProcess {
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
 
-  // Writes one line (a newline is appended). False when the child is gone.
-  bool WriteLine(const std::string& line);
+  enum class WriteStatus { kOk, kTimeout, kClosed };
+  // Writes one line (a newline is appended), waiting at most `timeout` for a
+  // child that does not read (a full pipe).
+  WriteStatus WriteLine(const std::string& line, std::chrono::milliseconds timeout);
 
   enum class ReadStatus { kLine, kTimeout, kClosed };
   // Reads one line, waiting at most `timeout`.
   ReadStatus ReadLine(std::string& line, std::chrono::milliseconds timeout);
 
-  // Kills the child (SIGKILL) if it still runs and reaps it.
+  // Kills the child and its process group (SIGKILL) if it still runs and reaps it.
   void Kill();
   // A description of how the child ended ("exit 3", "signal 11"), after
   // ReadLine returned kClosed; waits briefly for the exit.

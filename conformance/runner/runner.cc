@@ -1,22 +1,29 @@
-// spec/conformance.md — the conformance runner.
+// spec/conformance.md — the conformance runner. RunConformance is its phases
+// in order: the outputs are checked writable, the vectors are read and checked
+// against their manifest, the expected failures are read, the implementation
+// is started and its handshake checked, its contract compared, every suite
+// run, and the verdict and reports written.
 #include "conformance/runner/runner.h"
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <cctype>
+#include <cerrno>
 #include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <iostream>
 #include <map>
-#include <memory>
 #include <sstream>
 
 #include "conformance/cli/fileio.h"
-#include "conformance/runner/process.h"
+#include "conformance/runner/peer.h"
+#include "conformance/runner/report.h"
+#include "reference/bad_inputs.h"
 #include "reference/contract.h"
 #include "reference/error.h"
-#include "reference/fusion.h"
+#include "reference/token_map.h"
 #include "vectors/generator.h"
 
 namespace engram::conform {
@@ -25,282 +32,163 @@ namespace {
 // Vectors are read keeping their key order: §CONF.1 splits inputs from
 // outputs by position relative to "result".
 using json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
 
-// §CONF.1 Types whose outputs sit inside a list of steps: the list key, the
-// output keys of each element, and whether elements are lists themselves.
-struct Nested {
-  std::string list;
-  std::vector<std::string> keys;
-  bool two_levels;
+// ---------------------------------------------------------------- phase: outputs
+
+// §CONF.4 A report that cannot be written must be found before the run, not
+// after it: a run that ends with "OK" and exit 1 is a false green waiting to
+// happen. Throws engram::Error naming the option and the path.
+void CheckWritable(const fs::path& path, const std::string& option) {
+  if (path.empty()) return;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw Error(option + " " + path.string() + ": is a directory");
+  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  if (!fs::is_directory(dir, ec)) throw Error(option + " " + path.string() + ": the directory " + dir.string() + " does not exist");
+  // The report is written atomically (a temporary file renamed into place):
+  // what must work is creating a file beside it.
+  std::string probe = (dir / ("." + path.filename().string() + ".probe-XXXXXX")).string();
+  const int fd = mkstemp(probe.data());
+  if (fd < 0) throw Error(option + " " + path.string() + ": cannot write in " + dir.string() + ": " + std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+// ---------------------------------------------------------------- phase: vectors
+
+struct SuiteFile {
+  std::string name;  // the file name without .json
+  json doc;
 };
 
-std::vector<Nested> NestedOutputs(const std::string& type) {
-  if (type == "HashStateTest") return {{"steps", {"rows", "positionAfter", "historyAfter"}, false}};
-  if (type == "HashHandoffTest") {
-    return {{"segments", {"rows", "historyOut"}, false}, {"microBatches", {"rows", "historyOut"}, true}};
+struct Vectors {
+  std::vector<SuiteFile> suites;  // sorted by name
+  std::set<std::string> Names() const {
+    std::set<std::string> out;
+    for (const SuiteFile& s : suites) out.insert(s.name);
+    return out;
   }
-  return {};
-}
-
-bool IsMeta(const std::string& key) {
-  return key == "tcId" || key == "comment" || key == "flags" || key == "specRef";
-}
-
-// §CONF.1 Outputs written for people, never compared (shown on failure).
-bool IsInformative(const std::string& type, const std::string& key) {
-  return key == "error" || ((type == "E4M3DecodeTest" || type == "E8M0DecodeTest") && key == "value");
-}
-
-// §CONF.1 Outputs that are floats written as the hex digits of their bits
-// (§STO.11): compared element by element, any NaN matching any NaN (§STO.9).
-// Returns the digits per element (4: bf16, 8: float32), or 0.
-size_t HexFloatDigits(const std::string& type, const std::string& key) {
-  if ((type == "E4M3DecodeTest" || type == "E8M0DecodeTest") && key == "f32Bits") return 8;
-  if (type == "ElementDecodeTest" && key == "bf16") return 4;
-  if (key == "rows") {
-    if (type == "FloatLookupTest") return 8;
-    if (type == "SyntheticLookupTest" || type == "SafetensorsLookupTest" || type == "PackedLookupTest" ||
-        type == "RowShardTest" || type == "HeadShardTest") {
-      return 4;
+  const SuiteFile* Find(const std::string& name) const {
+    for (const SuiteFile& s : suites) {
+      if (s.name == name) return &s;
     }
+    return nullptr;
   }
-  return 0;
-}
-
-json StripKeys(const json& element, const std::vector<std::string>& keys) {
-  json out = element;
-  for (const std::string& k : keys) out.erase(k);
-  return out;
-}
-
-std::string Short(const json& v) {
-  std::string s = v.dump();
-  return s.size() > 160 ? s.substr(0, 157) + "..." : s;
-}
-
-// The first element where `expected` and `actual` differ, as "path: expected X, got Y".
-std::string FirstDifference(const json& expected, const json& actual, const std::string& path) {
-  if (expected.is_array() && actual.is_array()) {
-    for (size_t i = 0; i < std::min(expected.size(), actual.size()); ++i) {
-      std::string d = FirstDifference(expected[i], actual[i], path + "[" + std::to_string(i) + "]");
-      if (!d.empty()) return d;
-    }
-    if (expected.size() != actual.size()) {
-      return path + ": expected " + std::to_string(expected.size()) + " elements, got " + std::to_string(actual.size());
-    }
-    return "";
-  }
-  if (expected.is_object() && actual.is_object()) {
-    for (const auto& [k, v] : expected.items()) {
-      if (!actual.contains(k)) return path + "." + k + ": missing";
-      std::string d = FirstDifference(v, actual[k], path + "." + k);
-      if (!d.empty()) return d;
-    }
-    return "";
-  }
-  if (expected != actual) return path + ": expected " + Short(expected) + ", got " + Short(actual);
-  return "";
-}
-
-// §STO.9 Whether the hex digits `a` and `b` (one value of `digits` digits)
-// stand for the same value: identical bits, or both NaN.
-bool SameHexFloat(const std::string& a, const std::string& b, size_t digits) {
-  if (a == b) return true;
-  auto parse = [&](const std::string& h, uint32_t& v) {
-    if (h.size() != digits) return false;
-    v = 0;
-    for (char c : h) {
-      const int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
-                    : (c >= 'a' && c <= 'f')                    ? c - 'a' + 10
-                    : (c >= 'A' && c <= 'F')                    ? c - 'A' + 10
-                                                                : -1;
-      if (d < 0) return false;
-      v = v * 16 + static_cast<uint32_t>(d);
-    }
-    return true;
-  };
-  uint32_t x = 0, y = 0;
-  if (!parse(a, x) || !parse(b, y)) return false;
-  auto is_nan = [&](uint32_t v) {
-    return digits == 4 ? (v & 0x7F80u) == 0x7F80u && (v & 0x007Fu) != 0 : (v & 0x7F800000u) == 0x7F800000u && (v & 0x007FFFFFu) != 0;
-  };
-  return x == y || (is_nan(x) && is_nan(y));
-}
-
-// The first element where hex-float strings (or arrays of them) differ.
-std::string FirstHexDifference(const json& expected, const json& actual, const std::string& path, size_t digits) {
-  if (expected.is_array()) {
-    if (!actual.is_array()) return path + ": expected an array, got " + Short(actual);
-    for (size_t i = 0; i < std::min(expected.size(), actual.size()); ++i) {
-      std::string d = FirstHexDifference(expected[i], actual[i], path + "[" + std::to_string(i) + "]", digits);
-      if (!d.empty()) return d;
-    }
-    if (expected.size() != actual.size()) {
-      return path + ": expected " + std::to_string(expected.size()) + " elements, got " + std::to_string(actual.size());
-    }
-    return "";
-  }
-  if (!expected.is_string() || !actual.is_string()) return FirstDifference(expected, actual, path);
-  const std::string e = expected.get<std::string>(), a = actual.get<std::string>();
-  if (e.size() != a.size()) {
-    return path + ": expected " + std::to_string(e.size() / digits) + " values of " + std::to_string(digits) +
-           " hex digits, got " + std::to_string(a.size()) + " digits";
-  }
-  for (size_t i = 0; i + digits <= e.size(); i += digits) {
-    if (!SameHexFloat(e.substr(i, digits), a.substr(i, digits), digits)) {
-      return path + " element " + std::to_string(i / digits) + ": expected " + e.substr(i, digits) + ", got " +
-             a.substr(i, digits);
-    }
-  }
-  return "";
-}
-
-// §FUS.9 A float in a vector or an answer: a float.hex() string (also "inf",
-// "nan" and decimal text) or a JSON number. Throws engram::Error.
-double FloatOf(const json& v, const std::string& path) {
-  if (v.is_number()) return v.get<double>();
-  if (v.is_string()) return ParseFloat(v.get<std::string>(), path);
-  throw Error(path + ": " + Short(v) + " is not a number");
-}
-
-// A scalar or (nested) array of floats, flattened in order.
-void Flatten(const json& v, std::vector<json>& out) {
-  if (v.is_array()) {
-    for (const json& e : v) Flatten(e, out);
-  } else {
-    out.push_back(v);
-  }
-}
-
-// §FUS.9 The float64 value of the dot product (and its tolerance) behind each
-// gate of a test, from the vector's intermediate values; empty when the test
-// gives none (gate-function tests, forward tests): the gate's slope term is then 0.
-struct DotRef {
-  double r = 0, m = 0, scale = 0;
 };
-std::vector<DotRef> GateDots(const std::string& type, const json& intermediate) {
-  std::vector<DotRef> out;
-  auto take = [&](const json& stream, const char* key) {
-    out.push_back({FloatOf(stream.at("float64").at(key), key), FloatOf(stream.at("float32").at(key), key),
-                   FloatOf(stream.at("float64").at("dotScale"), "dotScale")});
+
+// §VEC.2-§VEC.3 The keys the runner reads, with their types, so that a
+// re-signed vectors directory with a hole in it stops the run (exit 2) instead
+// of sending a half-built request. Throws engram::Error naming file, group,
+// tcId and key.
+void CheckVectorShape(const std::string& rel, const json& doc) {
+  auto need = [&](const json& obj, const std::string& where, const char* key, bool (json::*is)() const noexcept,
+                  const char* what) {
+    if (!obj.contains(key) || !(obj[key].*is)()) {
+      throw Error(rel + ": " + where + ": key '" + key + "' must be " + what +
+                  (obj.contains(key) ? ", got " + Short(obj[key]) : ", it is missing"));
+    }
   };
-  if (type == "V41GateTest" && intermediate.is_array()) {
-    for (const json& s : intermediate) take(s, "dot");
-  } else if (type == "DemoGateTest" && intermediate.is_object() && intermediate.contains("streams")) {
-    for (const json& s : intermediate["streams"]) take(s, "g");
+  if (doc.contains("notes")) need(doc, "the top level", "notes", &json::is_object, "an object");
+  need(doc, "the top level", "testGroups", &json::is_array, "a list");
+  const bool accumulated = fs::path(rel).stem() == "accumulated";
+  for (size_t gi = 0; gi < doc["testGroups"].size(); ++gi) {
+    const json& g = doc["testGroups"][gi];
+    const std::string gw = "testGroups[" + std::to_string(gi) + "]";
+    if (!g.is_object()) throw Error(rel + ": " + gw + " is not an object");
+    need(g, gw, "type", &json::is_string, "a string");
+    need(g, gw, "tests", &json::is_array, "a list");
+    if (g.contains("profile")) need(g, gw, "profile", &json::is_string, "a string");
+    if (g.contains("layers")) {
+      need(g, gw, "profile", &json::is_string, "a string");
+      need(g, gw, "config", &json::is_object, "an object");
+      need(g, gw, "compressedVocabSize", &json::is_number_integer, "an integer");
+      need(g, gw, "compressedPad", &json::is_number_integer, "an integer");
+    }
+    for (size_t ti = 0; ti < g["tests"].size(); ++ti) {
+      const json& t = g["tests"][ti];
+      std::string tw = gw + ".tests[" + std::to_string(ti) + "]";
+      if (!t.is_object()) throw Error(rel + ": " + tw + " is not an object");
+      need(t, tw, "tcId", &json::is_number_integer, "an integer");
+      tw += " (tcId " + t["tcId"].dump() + ")";
+      need(t, tw, "result", &json::is_string, "\"valid\" or \"invalid\"");
+      if (t["result"] != "valid" && t["result"] != "invalid") need(t, tw, "result", &json::is_null, "\"valid\" or \"invalid\"");
+      if (t.contains("flags")) {
+        need(t, tw, "flags", &json::is_array, "a list of note names");
+        for (const json& f : t["flags"]) {
+          if (!f.is_string()) throw Error(rel + ": " + tw + ": key 'flags' holds " + Short(f) + ", not a note name");
+        }
+      }
+      if (accumulated) {
+        need(t, tw, "kind", &json::is_string, "a string");
+        need(t, tw, "n", &json::is_number_integer, "an integer");
+        need(t, tw, "seed", &json::is_number_integer, "an integer");
+        need(t, tw, "sha256", &json::is_string, "a string");
+      }
+    }
   }
-  return out;
 }
 
-// §FUS.9 Judges a float output against the group's tolerance rule. Returns ""
-// or a description of the first element outside it.
-std::string CompareTolerance(const std::string& type, const json& group, const json& rule, const std::string& key,
-                             const json& expected, const json& actual) {
-  if (rule.value("rule", "") == "faithfulBf16") {
-    // bf16 bit patterns, judged against the float64 reference `<key>Ref64`.
-    if (!expected.contains(key + "Ref64")) return FirstDifference(expected[key], actual, key);
-    std::vector<json> ref, got;
-    Flatten(expected[key + "Ref64"], ref);
-    Flatten(actual, got);
-    if (got.size() != ref.size()) {
-      return key + ": expected " + std::to_string(ref.size()) + " bf16 values, got " + std::to_string(got.size());
+// §CONF.4 The vectors the run may use: every file MANIFEST.sha256 lists has
+// its digest, every suite file is listed, every suite file is JSON of the
+// spec version this runner implements (§VEC.11). Each file is read once, and
+// the bytes checked are the bytes parsed. Throws engram::Error.
+Vectors LoadVectors(const fs::path& dir) {
+  const std::string manifest = ReadInputFile(dir / "MANIFEST.sha256", InputKind::kManifest);
+  std::vector<std::string> problems;
+  std::map<std::string, std::string> suite_bytes;  // v1/<name>.json -> bytes
+  std::set<std::string> listed;
+  std::istringstream lines(manifest);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.size() < 67 || line.compare(64, 2, "  ") != 0) {
+      problems.push_back("malformed manifest line: " + Short(json(line)));
+      continue;
     }
-    for (size_t i = 0; i < ref.size(); ++i) {
-      const std::string path = key + "[" + std::to_string(i) + "]";
-      if (!got[i].is_number_integer() || got[i].get<int64_t>() < 0 || got[i].get<int64_t>() > 0xFFFF) {
-        return path + ": " + Short(got[i]) + " is not a bf16 bit pattern (an integer 0 .. 65535)";
-      }
-      const double r = FloatOf(ref[i], key + "Ref64");
-      const auto bits = static_cast<uint16_t>(got[i].get<int64_t>());
-      if (!FaithfulBf16(bits, r)) {
-        char hex[8];
-        std::snprintf(hex, sizeof hex, "0x%04x", bits);
-        return path + ": got bf16 " + hex + " (" + FloatHex(Bf16Value(bits)) + "), not a faithful rounding of the float64 value " +
-               FloatHex(r) + " (the vector's float32 mirror gives " + Short(expected[key].is_array() && i < expected[key].size() ? expected[key][i] : json()) + ")";
-      }
-    }
-    return "";
-  }
-  if (!rule.contains("k") || !rule.contains("a") || !rule.contains("scale")) {
-    return key + ": the group's tolerance rule " + Short(rule) + " is not understood";
-  }
-  if (!expected[key].is_object() || !expected[key].contains("float64") || !expected[key].contains("float32")) {
-    return key + ": the vector gives no float64 / float32 values for this tolerance";
-  }
-  const double k = FloatOf(rule["k"], "tolerance.k"), a = FloatOf(rule["a"], "tolerance.a");
-  const std::string scale = rule["scale"];
-  // An implementation returns its value(s) in the shape of the float64 entry;
-  // the vector's own {float64, float32} form is accepted (float64 is read).
-  const json& y_json = actual.is_object() && actual.contains("float64") ? actual["float64"] : actual;
-  std::vector<json> r_list, m_list, y_list;
-  Flatten(expected[key]["float64"], r_list);
-  Flatten(expected[key]["float32"], m_list);
-  Flatten(y_json, y_list);
-  if (y_list.size() != r_list.size() || m_list.size() != r_list.size()) {
-    return key + ": expected " + std::to_string(r_list.size()) + " values, got " + std::to_string(y_list.size());
-  }
-  std::vector<double> r(r_list.size()), m(r_list.size());
-  for (size_t i = 0; i < r.size(); ++i) {
-    r[i] = FloatOf(r_list[i], key + ".float64");
-    m[i] = FloatOf(m_list[i], key + ".float32");
-  }
-  std::vector<DotRef> dots;
-  if (scale == "gateSlope" || scale == "dotScale") dots = GateDots(type, expected.contains("intermediate") ? expected["intermediate"] : json());
-  const size_t vector_len = group.contains("hidden") && group["hidden"].is_number_unsigned() && group["hidden"].get<size_t>() > 0
-                                ? group["hidden"].get<size_t>()
-                                : r.size();
-  for (size_t i = 0; i < r.size(); ++i) {
-    const std::string path = expected[key]["float64"].is_array() ? key + "[" + std::to_string(i) + "]" : key;
-    double y = 0;
+    const std::string rel = line.substr(66);
+    listed.insert(rel);
+    std::string bytes;
     try {
-      y = FloatOf(y_list[i], path);
+      bytes = ReadInputFile(dir / rel, InputKind::kVectorFile);
     } catch (const Error& e) {
-      return e.what();
+      problems.push_back(e.what());
+      continue;
     }
-    auto is_pos_zero = [](double v) { return v == 0 && !std::signbit(v); };
-    const bool pos_zero = is_pos_zero(r[i]) && is_pos_zero(m[i]);
-    double s = 1;
-    if (scale == "absRef") {
-      s = std::fabs(r[i]);
-    } else if (scale == "maxAbsVector") {
-      // §FUS.9 the (position, stream) vector of `hidden` values the element belongs to.
-      s = 0;
-      const size_t begin = (i / vector_len) * vector_len;
-      for (size_t j = begin; j < std::min(r.size(), begin + vector_len); ++j) {
-        if (std::isfinite(r[j])) s = std::max(s, std::fabs(r[j]));
-      }
-    } else if (scale == "gateSlope") {
-      double delta = 0;
-      if (i < dots.size()) {
-        const json dot_rule = group.value("tolerance", json::object()).value(type == "DemoGateTest" ? "g" : "dot", json::object());
-        const double kd = dot_rule.contains("k") ? FloatOf(dot_rule["k"], "tolerance.k") : 2;
-        const double ad = dot_rule.contains("a") ? FloatOf(dot_rule["a"], "tolerance.a") : std::ldexp(1.0, -18);
-        const double t = kd * std::fabs(dots[i].m - dots[i].r) + ad * dots[i].scale;
-        const bool demo = group.value("profile", "") == "demo-v1";
-        auto g = [&](double d) { return demo ? GateDemo(d, Precision::kFloat64).gate : GateV41(d, Precision::kFloat64).gate; };
-        const double g0 = g(dots[i].r);
-        delta = std::max(g(dots[i].r + t) - g0, g0 - g(dots[i].r - t));
-        if (!std::isfinite(delta)) delta = 0;
-      }
-      s = 1 + delta / a;
-    } else if (scale == "dotScale") {
-      if (i >= dots.size()) return key + ": the vector gives no dotScale for this value";
-      s = dots[i].scale;
-    } else {
-      return key + ": the group's tolerance scale '" + scale + "' is not understood";
+    if (Sha256Hex(bytes) != line.substr(0, 64)) {
+      problems.push_back(rel + " does not match MANIFEST.sha256");
+      continue;
     }
-    // §FUS.9 where both evaluations give +0 (masked positions) the value MUST be +0.
-    const bool ok = pos_zero ? is_pos_zero(y) : WithinTolerance(y, r[i], m[i], k, a, s);
-    if (!ok) {
-      const double allowed = k * std::fabs(m[i] - r[i]) + a * s;
-      return path + ": got " + FloatHex(y) + ", float64 reference " + FloatHex(r[i]) + ", float32 mirror " + FloatHex(m[i]) +
-             (pos_zero ? "; a masked value must be +0 exactly"
-                       : "; |error| " + FloatHex(std::fabs(y - r[i])) + " > allowed " + FloatHex(allowed) + " (k " +
-                             FloatHex(k) + ", a " + FloatHex(a) + ", " + scale + " " + FloatHex(s) + ")");
-    }
+    const fs::path p(rel);
+    if (p.parent_path() == vectors::kVectorsDir && p.extension() == ".json") suite_bytes[rel] = std::move(bytes);
   }
-  return "";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir / vectors::kVectorsDir, ec)) {
+    const std::string rel = std::string(vectors::kVectorsDir) + "/" + e.path().filename().string();
+    if (e.path().extension() == ".json" && listed.count(rel) == 0) problems.push_back(rel + " is not listed in MANIFEST.sha256");
+  }
+  if (ec) problems.push_back((dir / vectors::kVectorsDir).string() + ": " + ec.message());
+  if (!problems.empty()) {
+    std::string all;
+    for (const std::string& p : problems) all += p + "\nengram conform: ";
+    throw Error(all + "refusing to run on vectors that fail their manifest");
+  }
+  Vectors out;
+  for (const auto& [rel, bytes] : suite_bytes) {
+    json doc = ParseOrderedJson(bytes, rel);
+    if (!doc.is_object()) throw Error(rel + ": not a vector file (the top level is not a JSON object)");
+    // §VEC.11 Vectors of another spec version describe other rules: running
+    // them would report differences that are not bugs.
+    if (!doc.contains("specVersion") || doc["specVersion"] != vectors::kSpecVersion) {
+      throw Error(rel + ": specVersion " + (doc.contains("specVersion") ? doc["specVersion"].dump() : "missing") +
+                  " is not the version this runner implements (" + vectors::kSpecVersion + ")");
+    }
+    CheckVectorShape(rel, doc);
+    out.suites.push_back({fs::path(rel).stem().string(), std::move(doc)});
+  }
+  if (out.suites.empty()) throw Error((dir / vectors::kVectorsDir).string() + ": no suite files are listed in MANIFEST.sha256");
+  return out;
 }
+
+// ---------------------------------------------------------------- phase: expected failures
 
 struct ExpectFail {
   std::map<std::string, std::set<int64_t>> ids;
@@ -310,16 +198,18 @@ struct ExpectFail {
   }
 };
 
-ExpectFail LoadExpectFail(const std::filesystem::path& path) {
+// §CONF.4 {"suite": [tcId, ...]} or ["suite:tcId", ...]; every entry must name
+// a test the vectors have (an entry that names none would never match).
+ExpectFail LoadExpectFail(const fs::path& path, const Vectors& vectors) {
   ExpectFail out;
   if (path.empty()) return out;
-  const json doc = json::parse(ReadFile(path), nullptr, false);
-  if (doc.is_discarded()) throw Error(path.string() + ": malformed JSON");
+  const std::string where = path.string();
+  const json doc = ParseOrderedJson(ReadInputFile(path, InputKind::kExpectFail), where);
   if (doc.is_object()) {
     for (const auto& [suite, list] : doc.items()) {
-      if (!list.is_array()) throw Error(path.string() + ": key '" + suite + "': expected a list of tcIds");
+      if (!list.is_array()) throw Error(where + ": key '" + suite + "': expected a list of tcIds");
       for (const json& id : list) {
-        if (!id.is_number_integer()) throw Error(path.string() + ": key '" + suite + "': " + id.dump() + " is not a tcId");
+        if (!id.is_number_integer()) throw Error(where + ": key '" + suite + "': " + id.dump() + " is not a tcId");
         out.ids[suite].insert(id.get<int64_t>());
       }
     }
@@ -327,572 +217,576 @@ ExpectFail LoadExpectFail(const std::filesystem::path& path) {
     for (const json& e : doc) {
       const std::string s = e.is_string() ? e.get<std::string>() : "";
       const size_t colon = s.rfind(':');
-      if (colon == std::string::npos) throw Error(path.string() + ": entry " + e.dump() + " is not \"suite:tcId\"");
+      size_t used = 0;
+      int64_t id = 0;
       try {
-        out.ids[s.substr(0, colon)].insert(std::stoll(s.substr(colon + 1)));
+        if (colon == std::string::npos) throw std::invalid_argument(s);
+        id = std::stoll(s.substr(colon + 1), &used);
       } catch (const std::exception&) {
-        throw Error(path.string() + ": entry " + e.dump() + " is not \"suite:tcId\"");
+        used = 0;
       }
+      if (used == 0 || colon + 1 + used != s.size()) throw Error(where + ": entry " + e.dump() + " is not \"suite:tcId\"");
+      out.ids[s.substr(0, colon)].insert(id);
     }
   } else {
-    throw Error(path.string() + ": expected an object {suite: [tcId...]} or a list of \"suite:tcId\"");
+    throw Error(where + ": expected an object {suite: [tcId...]} or a list of \"suite:tcId\"");
+  }
+  for (const auto& [suite, ids] : out.ids) {
+    const SuiteFile* file = vectors.Find(suite);
+    if (file == nullptr) throw Error(where + ": suite '" + suite + "' is not in the vectors");
+    std::set<int64_t> known;
+    for (const json& g : file->doc.value("testGroups", json::array())) {
+      for (const json& t : g.value("tests", json::array())) known.insert(t.value("tcId", int64_t{0}));
+    }
+    for (int64_t id : ids) {
+      if (known.count(id) == 0) throw Error(where + ": suite '" + suite + "' has no tcId " + std::to_string(id));
+    }
   }
   return out;
 }
 
-// The implementation behind the protocol; restarted after a crash or timeout.
-class Peer {
- public:
-  Peer(std::vector<std::string> argv, std::chrono::milliseconds timeout) : argv_(std::move(argv)), timeout_(timeout) {}
+// ---------------------------------------------------------------- the run
 
-  // §CONF.2 item 1. Throws engram::Error when the handshake fails.
-  const json& Hello() {
-    if (!process_) Start();
-    return hello_;
+// §CONF.4 Unanswered requests in a row (timeouts, a child that cannot be
+// restarted) within one suite; after `limit` of them the suite stops. Only an
+// answer resets the streak: a crash in between neither counts nor resets it, so
+// a port that alternates hanging and crashing is stopped too.
+struct TimeoutGuard {
+  explicit TimeoutGuard(int max_in_a_row) : limit(max_in_a_row) {}
+  int limit;
+  int in_a_row = 0;
+  std::vector<int64_t> ids;  // the tcIds of the current streak
+  bool stopped = false;
+  void Note(const Peer::Reply& reply, int64_t tc_id) {
+    if (reply.answered) {
+      in_a_row = 0;
+      ids.clear();
+      return;
+    }
+    if (!reply.counts_as_timeout) return;
+    ++in_a_row;
+    ids.push_back(tc_id);
+    if (limit > 0 && in_a_row >= limit) stopped = true;
   }
-
-  struct Reply {
-    json body;            // the response object when ok
-    std::string failure;  // timeout | crashed | garbage (empty when ok)
-    std::string detail;
-  };
-
-  Reply Call(const json& request, std::chrono::milliseconds timeout) {
-    if (!process_) Start();
-    Reply r;
-    if (!process_->WriteLine(request.dump())) {
-      r.failure = "crashed";
-      r.detail = "the implementation " + process_->ExitDescription() + Tail();
-      process_.reset();
-      return r;
-    }
-    std::string line;
-    switch (process_->ReadLine(line, timeout)) {
-      case ChildProcess::ReadStatus::kTimeout:
-        r.failure = "timeout";
-        r.detail = "no answer within " + std::to_string(timeout.count()) + " ms" + Tail();
-        process_.reset();
-        return r;
-      case ChildProcess::ReadStatus::kClosed:
-        r.failure = "crashed";
-        r.detail = "the implementation " + process_->ExitDescription() + Tail();
-        process_.reset();
-        return r;
-      case ChildProcess::ReadStatus::kLine:
-        break;
-    }
-    r.body = json::parse(line, nullptr, false);
-    if (r.body.is_discarded() || !r.body.is_object()) {
-      r.failure = "garbage";
-      r.detail = "the answer is not a JSON object: " + Short(json(line));
-      process_.reset();
-    }
-    return r;
+  std::string Why() const {
+    std::string list;
+    for (int64_t id : ids) list += (list.empty() ? "" : ", ") + std::to_string(id);
+    return "stopped after " + std::to_string(in_a_row) + " consecutive unanswered tests (tcIds " + list +
+           "); the rest of the suite was not run (--max-timeouts)";
   }
-
-  void Bye() {
-    if (process_) {
-      process_->WriteLine(json{{"op", "bye"}}.dump());
-      std::string line;
-      process_->ReadLine(line, std::chrono::milliseconds(2000));
-      process_.reset();
-    }
-  }
-
- private:
-  std::string Tail() {
-    std::string t = process_ ? process_->StderrTail() : "";
-    return t.empty() ? "" : "; its stderr ends with: " + t;
-  }
-
-  void Start() {
-    process_ = std::make_unique<ChildProcess>(argv_);
-    process_->WriteLine(json{{"op", "hello"}, {"protocol", 1}}.dump());
-    std::string line;
-    auto status = process_->ReadLine(line, std::max(timeout_, std::chrono::milliseconds(30000)));
-    if (status != ChildProcess::ReadStatus::kLine) {
-      std::string why = status == ChildProcess::ReadStatus::kTimeout ? "no answer to hello" : process_->ExitDescription();
-      std::string tail = process_->StderrTail();
-      process_.reset();
-      throw Error("handshake failed: " + why + (tail.empty() ? "" : "; stderr: " + tail));
-    }
-    json h = json::parse(line, nullptr, false);
-    if (h.is_discarded() || !h.is_object()) throw Error("handshake failed: the answer to hello is not a JSON object: " + Short(json(line)));
-    if (!h.contains("protocol") || h["protocol"] != 1) {
-      throw Error("handshake failed: protocol " + (h.contains("protocol") ? h["protocol"].dump() : "missing") + " is not 1");
-    }
-    hello_ = h;
-  }
-
-  std::vector<std::string> argv_;
-  std::chrono::milliseconds timeout_;
-  std::unique_ptr<ChildProcess> process_;
-  json hello_;
 };
 
-bool Claims(const json& hello, const std::string& key, const std::string& value) {
-  if (!hello.contains(key) || !hello[key].is_array()) return false;
-  for (const json& v : hello[key]) {
-    if (v == value || v == "*") return true;
-  }
-  return false;
+struct Run {
+  const Options& options;
+  const Vectors& vectors;
+  const ExpectFail& expect_fail;
+  Peer& peer;
+  Claims claims;
+  std::vector<TestResult> results;
+  std::map<std::string, std::vector<std::string>> suite_problems;
+};
+
+TestResult NewResult(const std::string& suite, const json& t) {
+  TestResult r;
+  r.suite = suite;
+  r.tc_id = t.value("tcId", int64_t{0});
+  r.status = "pass";
+  r.flags = t.value("flags", std::vector<std::string>{});
+  r.valid = t.value("result", "") == "valid";
+  return r;
 }
 
-std::string XmlEscape(const std::string& s) {
+void Skip(TestResult& r, const std::string& kind, const std::string& detail) {
+  r.status = "skipped";
+  r.reason = kind;
+  r.detail = detail;
+}
+
+void Fail(TestResult& r, const std::string& reason, const std::string& detail) {
+  r.status = "fail";
+  r.reason = reason;
+  r.detail = detail;
+}
+
+// The key and the first index of a difference's path ("rows[3][1][17]:
+// expected ..." -> "rows", 3); index -1 when the path has none.
+std::pair<std::string, int64_t> FirstIndex(const std::string& difference) {
+  const size_t colon = difference.find(": ");
+  const size_t open = difference.find('[');
+  if (open == std::string::npos || (colon != std::string::npos && open > colon)) return {"", -1};
+  int64_t v = 0;
+  size_t i = open + 1;
+  for (; i < difference.size() && std::isdigit(static_cast<unsigned char>(difference[i])); ++i) v = v * 10 + (difference[i] - '0');
+  if (i == open + 1 || i >= difference.size() || difference[i] != ']') return {"", -1};
+  return {difference.substr(0, open), v};
+}
+
+// The element of a per-position (or per-stream) intermediate list that the
+// failing element `at` of output `key` belongs to: the same index when the
+// output has one entry per intermediate (HashTest rows), at / (N / M) when
+// the output is the M entries' values flattened (V41GateTest out: hc streams
+// of dim values), else -1 (show the whole intermediate).
+int64_t IntermediateIndex(const json& expected, const std::string& key, int64_t at, size_t intermediates) {
+  if (at < 0 || intermediates == 0) return -1;
+  if (key == "intermediate") return at < static_cast<int64_t>(intermediates) ? at : -1;
+  if (!expected.contains(key)) return -1;
+  const json& out = expected[key].is_object() && expected[key].contains("float64") ? expected[key]["float64"] : expected[key];
+  if (!out.is_array() || out.empty() || out.size() % intermediates != 0) return -1;
+  const int64_t per = static_cast<int64_t>(out.size() / intermediates);
+  return at < static_cast<int64_t>(out.size()) ? at / per : -1;
+}
+
+// An intermediate value for people: an object one key per line (each cut at
+// 1000 characters), anything else on the same line.
+std::string Values(const json& v) {
+  if (!v.is_object()) return " " + Short(v, 2000);
   std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') out += ' ';
-        else out.push_back(c);
-    }
-  }
+  for (const auto& [key, value] : v.items()) out += "\n  " + key + ": " + Short(value, 1000);
   return out;
 }
 
-void WriteJunit(const std::filesystem::path& path, const std::vector<TestResult>& results) {
-  std::map<std::string, std::vector<const TestResult*>> by_suite;
-  for (const TestResult& r : results) by_suite[r.suite].push_back(&r);
-  std::ostringstream x;
-  x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"engram-conformance\">\n";
-  for (const auto& [suite, list] : by_suite) {
-    size_t failures = 0, skipped = 0;
-    for (const TestResult* r : list) {
-      if (r->status == "fail") ++failures;
-      if (r->status == "skipped") ++skipped;
-    }
-    x << " <testsuite name=\"" << XmlEscape(suite) << "\" tests=\"" << list.size() << "\" failures=\"" << failures
-      << "\" skipped=\"" << skipped << "\">\n";
-    for (const TestResult* r : list) {
-      x << "  <testcase classname=\"" << XmlEscape(suite) << "\" name=\"tc" << r->tc_id << "\" time=\"" << r->seconds << "\">";
-      if (r->status == "fail") {
-        x << "<failure type=\"" << XmlEscape(r->reason) << "\" message=\"" << XmlEscape(r->reason) << "\">"
-          << XmlEscape(r->detail) << "</failure>";
-      } else if (r->status == "skipped") {
-        x << "<skipped message=\"" << XmlEscape(r->detail) << "\"/>";
-      } else if (r->status != "pass") {
-        x << "<system-out>" << XmlEscape(r->status + ": " + r->detail) << "</system-out>";
-      }
-      x << "</testcase>\n";
-    }
-    x << " </testsuite>\n";
+// §CONF.4 What a failing valid test shows: where the computation first goes
+// wrong (the first differing intermediate, when the implementation returned
+// its intermediates), then the first differing output, then the vector's
+// intermediate values at that position. "" when everything matches.
+std::string Mismatch(const std::string& type, const json& group, const json& test, const SplitTest& split,
+                     const json& outputs, std::string& reason) {
+  // The outputs first, without the returned intermediates (compared on their
+  // own below); the expected intermediates stay: §FUS.9 reads the dots there.
+  json returned_outputs = outputs;
+  returned_outputs.erase("intermediate");
+  const std::string d_out = CompareOrdered(type, group, split.expected, returned_outputs);
+  const bool traced = !group.contains("tolerance");  // §CONF.1 float traces are shown, never compared
+  std::string d_int;
+  if (traced && split.expected.contains("intermediate") && outputs.contains("intermediate")) {
+    d_int = FirstDifference(split.expected["intermediate"], outputs["intermediate"], "intermediate");
   }
-  x << "</testsuites>\n";
-  WriteFileAtomic(path, x.str());
+  if (d_out.empty() && d_int.empty()) return "";
+  const bool missing = d_out.rfind("missing output", 0) == 0 ||
+                       (d_out.size() > 9 && d_out.compare(d_out.size() - 9, 9, ": missing") == 0);
+  reason = missing ? "missing output" : "mismatch";
+  std::string detail;
+  if (!d_int.empty()) detail += "first difference in the intermediates (where the computation goes wrong): " + d_int + "\n";
+  detail += "first difference in the outputs: " + (d_out.empty() ? std::string("none (only the intermediates differ)") : d_out);
+  if (test.contains("intermediate")) {
+    const json& inter = test["intermediate"];
+    const auto [key, index] = FirstIndex(d_int.empty() ? d_out : d_int);
+    const int64_t at = inter.is_array() ? IntermediateIndex(split.expected, key, index, inter.size()) : -1;
+    if (at >= 0) {
+      const std::string name = "intermediate[" + std::to_string(at) + "]";
+      detail += "\nexpected " + name + ":" + Values(inter[static_cast<size_t>(at)]);
+      const json returned = outputs.value("intermediate", json());
+      if (returned.is_array() && static_cast<size_t>(at) < returned.size()) {
+        detail += "\nreturned " + name + ":" + Values(returned[static_cast<size_t>(at)]);
+      }
+    } else {
+      detail += "\nexpected intermediate:" + Values(inter);
+    }
+  }
+  for (const auto& [key, value] : test.items()) {  // §CONF.1 informative outputs, shown not compared
+    if (key != "error" && IsInformative(type, key)) detail += "\n" + key + " (informative): " + Short(value);
+  }
+  return detail;
+}
+
+// §CONF.4 The test's outcome from the implementation's answer.
+void Judge(TestResult& r, const std::string& type, const json& group, const json& test, const SplitTest& split,
+           const Peer::Reply& reply) {
+  const bool valid = test.value("result", "") == "valid";
+  if (!reply.failure.empty()) {
+    Fail(r, reply.failure, reply.detail);
+    return;
+  }
+  const json& body = reply.body;
+  // §CONF.2 item 3: an answer is exactly one of the three; anything else
+  // ({"outputs": ..., "unsupported": ...}) is garbage, never a skip.
+  const int kinds = int{body.contains("outputs")} + int{body.contains("refused")} + int{body.contains("unsupported")};
+  if (kinds != 1) {
+    Fail(r, "garbage", "the answer must hold exactly one of outputs / refused / unsupported, it holds " +
+                           std::to_string(kinds) + ": " + Short(body));
+    r.returned = body;
+    return;
+  }
+  if (body.contains("unsupported")) {
+    Skip(r, "unsupported", "unsupported: " + Short(body["unsupported"]));
+  } else if (body.contains("refused")) {
+    if (valid) {
+      Fail(r, "refused valid input", "the implementation refused: " + Short(body["refused"], 400));
+      r.returned = body;
+    }
+  } else if (!body["outputs"].is_object()) {
+    Fail(r, "garbage", "the answer's outputs are not a JSON object: " + Short(body));
+    r.returned = body;
+  } else if (!valid) {
+    std::string detail = "the vector marks this input invalid (it must be refused), but the implementation returned outputs: " +
+                         Short(body["outputs"], 400);
+    if (test.contains("error") && test["error"].is_string()) detail += "\nthe reference says: " + test["error"].get<std::string>();
+    Fail(r, "accepted invalid input", detail);
+    r.returned = body["outputs"];
+  } else {
+    std::string reason;
+    const std::string detail = Mismatch(type, group, test, split, body["outputs"], reason);
+    if (!detail.empty()) {
+      Fail(r, reason, detail);
+      r.returned = body["outputs"];
+    }
+  }
+}
+
+// §CONF.4 The test's flags, as what else the test guards (not a diagnosis).
+void AddFlags(TestResult& r, const json& notes) {
+  if (r.status != "fail" || r.flags.empty()) return;
+  std::string list;
+  for (const std::string& f : r.flags) {
+    list += (list.empty() ? "" : ", ") + f;
+    if (notes.contains(f)) list += " (" + notes[f].value("bugType", "") + ")";
+  }
+  r.detail += "\nthis test also guards: " + list;
+}
+
+void ApplyExpectFail(const Run& run, TestResult& r) {
+  if (!run.expect_fail.Contains(r.suite, r.tc_id)) return;
+  if (r.status == "fail") {
+    r.status = "expected-fail";
+  } else if (r.status == "pass") {
+    r.status = "stale";
+    r.detail = "listed as an expected failure but passes";
+  }
+}
+
+// ---------------------------------------------------------------- phase: contract
+
+// §CON / §CONF.2 item 2: the implementation's contract against the vectors'
+// layouts, once per configuration the vectors use.
+void RunContracts(Run& run) {
+  std::set<std::string> seen;
+  TimeoutGuard guard(run.options.max_consecutive_timeouts);
+  for (const SuiteFile& file : run.vectors.suites) {
+    if (!run.options.suites.empty() && run.options.suites.count(file.name) == 0) continue;
+    for (const json& group : file.doc.value("testGroups", json::array())) {
+      if (!group.contains("layers") || !group.contains("config") || !group.contains("profile")) continue;
+      json key = {group.at("profile"), group.at("config"), group.at("compressedVocabSize"), group.at("compressedPad")};
+      if (!seen.insert(key.dump()).second) continue;
+      if (!group["profile"].is_string() || !run.claims.Profile(group["profile"].get<std::string>())) continue;
+      if (run.options.profile && group["profile"] != *run.options.profile) continue;
+      TestResult r;
+      r.suite = "contract";
+      r.tc_id = static_cast<int64_t>(seen.size());
+      r.status = "pass";
+      if (guard.stopped) {
+        Skip(r, "stopped", guard.Why());
+        run.results.push_back(r);
+        continue;
+      }
+      Peer::Reply reply = run.peer.Call({{"op", "contract"}, {"profile", group["profile"]}, {"config", group["config"]},
+                                         {"compressedVocabSize", group["compressedVocabSize"]},
+                                         {"compressedPad", group["compressedPad"]}},
+                                        run.options.timeout);
+      guard.Note(reply, r.tc_id);
+      const json& body = reply.body;
+      if (!reply.failure.empty()) {
+        Fail(r, reply.failure, reply.detail);
+      } else if ((!body.contains("contract") || body["contract"].is_null()) && body.contains("layers")) {
+        // No full contract (no tokenizer), but the layout the implementation computes.
+        if (const std::string d = FirstDifference(group["layers"], body["layers"], "layers"); !d.empty()) {
+          Fail(r, "contract mismatch", d);
+        }
+      } else if (!body.contains("contract") || body["contract"].is_null()) {
+        Skip(r, "unsupported", "the implementation builds no contract");
+      } else {
+        try {
+          const json& c = body["contract"];
+          CheckContractForm(c, "the implementation's contract");
+          if (c["profile"] != group["profile"] || c["compressedVocabSize"] != group["compressedVocabSize"] ||
+              c["layerIds"].size() != group["layers"].size()) {
+            Skip(r, "not claimed", "the implementation's contract is for another configuration (" + c["profile"].dump() +
+                                       ", V " + c["compressedVocabSize"].dump() + ")");
+          } else if (const std::string d = FirstDifference(group["layers"], c["layers"], "layers"); !d.empty()) {
+            Fail(r, "contract mismatch", d);
+          }
+        } catch (const Error& e) {
+          Fail(r, "bad contract", e.what());
+        }
+      }
+      if (r.status == "fail") r.returned = body;
+      r.detail = (r.detail.empty() ? "" : r.detail + " ") + "(" + file.name + ", " + group.value("comment", "") + ")";
+      run.results.push_back(r);
+    }
+  }
+  if (guard.stopped) run.suite_problems["contract"].push_back(guard.Why());
+}
+
+// ---------------------------------------------------------------- phase: suites
+
+void RunSuite(Run& run, const SuiteFile& file) {
+  const Options& o = run.options;
+  const json notes = file.doc.value("notes", json::object());
+  TimeoutGuard guard(o.max_consecutive_timeouts);
+  for (const json& group : file.doc.value("testGroups", json::array())) {
+    const std::string type = group.value("type", "");
+    const std::string profile = group.contains("profile") && group["profile"].is_string() ? group["profile"].get<std::string>() : "";
+    if (o.profile && !profile.empty() && profile != *o.profile) continue;
+    json g = group;
+    g.erase("tests");
+    const bool claimed = run.claims.Suite(file.name) && (profile.empty() || run.claims.Profile(profile));
+    for (const json& t : group.value("tests", json::array())) {
+      // LayoutTest carries its profile per test, not per group.
+      const std::string test_profile = t.contains("profile") && t["profile"].is_string() ? t["profile"].get<std::string>() : "";
+      if (o.profile && !test_profile.empty() && test_profile != *o.profile) continue;
+      TestResult r = NewResult(file.name, t);
+      if (guard.stopped) {
+        Skip(r, "stopped", "not run: the suite was " + guard.Why());
+      } else if (!claimed || (!test_profile.empty() && !run.claims.Profile(test_profile))) {
+        Skip(r, "not claimed", "suite or profile not claimed by the implementation");
+      } else if (file.name == "accumulated") {
+        const int64_t n = t.value("n", int64_t{0});
+        if (n > o.accumulate_max_n) {
+          Skip(r, "limit", "n = " + std::to_string(n) + " exceeds --accumulate-max");
+        } else {
+          const auto t0 = std::chrono::steady_clock::now();
+          const Peer::Reply reply =
+              run.peer.Call({{"op", "accumulate"}, {"kind", t["kind"]}, {"group", g}, {"n", t["n"]}, {"seed", t["seed"]}},
+                            o.accumulate_timeout);
+          r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          guard.Note(reply, r.tc_id);
+          if (!reply.failure.empty()) {
+            Fail(r, reply.failure, reply.detail);
+          } else if (int{reply.body.contains("sha256")} + int{reply.body.contains("unsupported")} != 1) {
+            Fail(r, "garbage", "the answer must hold exactly one of sha256 / unsupported: " + Short(reply.body));
+            r.returned = reply.body;
+          } else if (reply.body.contains("unsupported")) {
+            Skip(r, "unsupported", "unsupported: " + Short(reply.body["unsupported"]));
+          } else if (!reply.body.contains("sha256") || reply.body["sha256"] != t["sha256"]) {
+            Fail(r, "mismatch", "sha256 over " + std::to_string(n) + " positions: expected " + t.value("sha256", "") +
+                                    ", got " + Short(reply.body.value("sha256", json())));
+            r.returned = reply.body;
+          }
+        }
+      } else {
+        const SplitTest split = SplitOrdered(type, t);
+        const auto t0 = std::chrono::steady_clock::now();
+        const Peer::Reply reply = run.peer.Call(
+            {{"op", "test"}, {"suite", file.name}, {"type", type}, {"tcId", r.tc_id}, {"group", g}, {"test", split.inputs}},
+            o.timeout);
+        r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        guard.Note(reply, r.tc_id);
+        Judge(r, type, g, t, split, reply);
+      }
+      AddFlags(r, notes);
+      ApplyExpectFail(run, r);
+      run.results.push_back(std::move(r));
+    }
+  }
+  if (guard.stopped) run.suite_problems[file.name].push_back(guard.Why());
+}
+
+// ---------------------------------------------------------------- phase: verdict
+
+// §CONF.4 A diagnosis is printed only when the failures match a catalogued
+// divergence: the failed tests of a suite (or of the whole run) are exactly
+// the tests carrying one KNOWN_DIVERGENCE flag among those that ran.
+void Diagnose(const Run& run, Verdict& v) {
+  std::map<std::string, std::set<std::string>> flagged;  // flag -> "suite:tcId" that ran
+  std::set<std::string> failed_all;
+  std::map<std::string, std::string> description;        // flag -> note description
+  for (const SuiteFile& file : run.vectors.suites) {
+    std::map<std::string, std::set<int64_t>> flagged_here;
+    std::set<int64_t> failed_here;
+    const json notes = file.doc.value("notes", json::object());
+    for (const TestResult& r : run.results) {
+      if (r.suite != file.name || r.status == "skipped") continue;
+      if (r.status == "fail") {
+        failed_here.insert(r.tc_id);
+        failed_all.insert(r.suite + ":" + std::to_string(r.tc_id));
+      }
+      for (const std::string& f : r.flags) {
+        if (!notes.contains(f) || notes[f].value("bugType", "") != "KNOWN_DIVERGENCE") continue;
+        flagged_here[f].insert(r.tc_id);
+        flagged[f].insert(r.suite + ":" + std::to_string(r.tc_id));
+        description[f] = notes[f].value("description", "");
+      }
+    }
+    if (failed_here.empty()) continue;
+    // Evidence needs contrast: among the tests that ran, some lack the flag
+    // (and passed). A run of one flagged test that fails proves nothing.
+    size_t ran = 0;
+    for (const TestResult& r : run.results) ran += r.suite == file.name && r.status != "skipped";
+    std::vector<std::string> matching;
+    for (const auto& [f, ids] : flagged_here) {
+      if (ids == failed_here && ran > ids.size()) matching.push_back(f);
+    }
+    if (!matching.empty()) {
+      std::string line = "the " + std::to_string(failed_here.size()) + " failure(s) are exactly the tests flagged " + matching[0];
+      for (size_t i = 1; i < matching.size(); ++i) line += (i + 1 == matching.size() ? " and exactly those flagged " : ", ") + matching[i];
+      line += matching.size() > 1 ? " (these divergences flag the same tests here)" : "";
+      for (const std::string& f : matching) line += "\n" + f + ": " + description[f];
+      v.diagnoses[file.name].push_back(line);
+    }
+  }
+  if (failed_all.empty()) return;
+  size_t ran_all = 0;
+  for (const TestResult& r : run.results) ran_all += r.suite != "contract" && r.status != "skipped";
+  for (const auto& [f, ids] : flagged) {
+    std::set<std::string> suites;
+    for (const std::string& id : ids) suites.insert(id.substr(0, id.find(':')));
+    if (ids == failed_all && suites.size() > 1 && ran_all > ids.size()) {  // one suite: its own diagnosis says it
+      v.diagnoses[""].push_back("every failure of this run, and nothing else, is a test flagged " + f +
+                                " (a catalogued divergence, spec/vectors.md §VEC.12): " + description[f]);
+    }
+  }
+}
+
+Verdict Decide(const Run& run) {
+  Verdict v;
+  v.strict_stale = run.options.strict_stale;
+  v.suite_problems = run.suite_problems;
+  std::map<std::string, std::map<std::string, int>> skip_reasons;  // suite -> reason -> count
+  for (const TestResult& r : run.results) {
+    Counts& c = v.suites[r.suite];
+    int Counts::*field = r.status == "pass"            ? &Counts::passed
+                         : r.status == "fail"          ? &Counts::failed
+                         : r.status == "expected-fail" ? &Counts::expected_fail
+                         : r.status == "stale"         ? &Counts::stale
+                                                       : &Counts::skipped;
+    ++(c.*field);
+    if (r.suite != "contract") {
+      ++(v.total.*field);
+      if (r.status == "skipped") skip_reasons[r.suite][r.reason]++;
+    }
+  }
+  auto reasons = [&](const std::string& suite) {
+    std::string s;
+    for (const auto& [why, n] : skip_reasons[suite]) s += (s.empty() ? "" : ", ") + std::to_string(n) + " " + why;
+    return s;
+  };
+  // §CONF.4 What counts as tested: a valid test whose outputs matched (pass,
+  // or stale: listed as an expected failure but passing). Refusing an invalid
+  // input is right, but a port that refuses everything and computes nothing
+  // must not be OK on it.
+  std::map<std::string, int> tested, sent, refused;
+  int tested_total = 0;
+  for (const TestResult& r : run.results) {
+    if (r.suite == "contract") continue;
+    if (r.valid && (r.status == "pass" || r.status == "stale")) {
+      ++tested[r.suite];
+      ++tested_total;
+    }
+    if (!r.valid && r.status == "pass") ++refused[r.suite];
+    if (r.status != "skipped" || r.reason == "unsupported") ++sent[r.suite];  // the implementation saw it
+  }
+  auto untested = [&](const std::string& suite) {
+    std::string s;
+    if (refused[suite]) s += std::to_string(refused[suite]) + " invalid input(s) refused";
+    const std::string skips = reasons(suite);
+    if (!skips.empty()) s += (s.empty() ? "" : ", ") + std::string("skipped: ") + skips;
+    return s.empty() ? std::string("no test in scope") : s;
+  };
+  for (const SuiteFile& file : run.vectors.suites) {
+    const std::string& suite = file.name;
+    const bool requested = run.options.suites.count(suite) != 0;
+    if (!requested && sent[suite] == 0) continue;  // not claimed, not asked for: nothing to say
+    if (!run.options.suites.empty() && !requested) continue;
+    const Counts c = v.suites[suite];
+    if (tested[suite] > 0 || c.failed > 0) continue;  // tested, or failed already
+    v.suite_problems[suite].push_back(
+        std::string(requested ? "requested with --suite" : "answered by the implementation") +
+        ", but no valid test of it passed (" + untested(suite) + ")");
+  }
+  v.tested = tested_total;
+  if (tested_total == 0) {
+    std::string all;
+    for (const auto& [suite, m] : skip_reasons) {
+      for (const auto& [why, n] : m) all += std::to_string(n) + " " + why + " (" + suite + "), ";
+    }
+    v.problems.push_back("nothing was tested: no valid test passed" +
+                         (v.total.skipped ? "; skipped: " + all.substr(0, all.size() - 2) : std::string()));
+  }
+  Diagnose(run, v);
+  return v;
 }
 
 }  // namespace
 
-SplitTest SplitOrdered(const std::string& type, const json& test) {
-  SplitTest out{json::object(), json::object()};
-  bool after_result = false;
-  const std::vector<Nested> nested = NestedOutputs(type);
-  for (const auto& [key, value] : test.items()) {
-    if (key == "result") {
-      after_result = true;
-      continue;
-    }
-    if (IsMeta(key) || IsInformative(type, key)) continue;
-    const Nested* n = nullptr;
-    for (const Nested& candidate : nested) {
-      if (candidate.list == key) n = &candidate;
-    }
-    if (n != nullptr) {
-      // The list is an input with its per-element outputs removed.
-      json stripped = json::array();
-      for (const json& element : value) {
-        if (n->two_levels) {
-          json inner = json::array();
-          for (const json& e : element) inner.push_back(StripKeys(e, n->keys));
-          stripped.push_back(inner);
-        } else {
-          stripped.push_back(StripKeys(element, n->keys));
-        }
-      }
-      out.inputs[key] = stripped;
-      if (test.value("result", "") == "valid") out.expected[key] = value;
-      continue;
-    }
-    if (after_result) out.expected[key] = value;
-    else out.inputs[key] = value;
-  }
-  return out;
-}
-
-std::string CompareOrdered(const std::string& type, const json& expected, const json& actual) {
-  return CompareOrdered(type, json::object(), expected, actual);
-}
-
-std::string CompareOrdered(const std::string& type, const json& group, const json& expected, const json& actual) {
-  const std::vector<Nested> nested = NestedOutputs(type);
-  const json tolerance = group.is_object() ? group.value("tolerance", json::object()) : json::object();
-  for (const auto& [key, value] : expected.items()) {
-    if (IsInformative(type, key)) continue;
-    // §CONF.1 `<out>Ref64` is the float64 reference a faithfulBf16 output is judged by, not an output.
-    if (key.size() > 5 && key.substr(key.size() - 5) == "Ref64" && tolerance.contains(key.substr(0, key.size() - 5))) continue;
-    if (key == "intermediate" && (!actual.contains(key) || !tolerance.empty())) continue;  // optional (§CONF.1)
-    if (!actual.contains(key)) return "missing output '" + key + "'";
-    const Nested* n = nullptr;
-    for (const Nested& candidate : nested) {
-      if (candidate.list == key) n = &candidate;
-    }
-    if (n == nullptr) {
-      std::string d;
-      if (tolerance.contains(key)) {
-        try {
-          d = CompareTolerance(type, group, tolerance[key], key, expected, actual[key]);
-        } catch (const std::exception& e) {
-          d = key + ": " + e.what();
-        }
-      } else if (const size_t digits = HexFloatDigits(type, key); digits != 0) {
-        d = FirstHexDifference(value, actual[key], key, digits);
-      } else {
-        d = FirstDifference(value, actual[key], key);
-      }
-      if (!d.empty()) return d;
-      continue;
-    }
-    // Compare only the per-element output keys.
-    const json& got = actual[key];
-    if (!got.is_array() || got.size() != value.size()) {
-      return key + ": expected " + std::to_string(value.size()) + " elements, got " + Short(got);
-    }
-    for (size_t i = 0; i < value.size(); ++i) {
-      auto compare_element = [&](const json& e, const json& a, const std::string& path) -> std::string {
-        for (const std::string& k : n->keys) {
-          if (!e.contains(k)) continue;
-          if (!a.is_object() || !a.contains(k)) return path + "." + k + ": missing";
-          const std::string d = FirstDifference(e[k], a[k], path + "." + k);
-          if (!d.empty()) return d;
-        }
-        return "";
-      };
-      const std::string path = key + "[" + std::to_string(i) + "]";
-      if (n->two_levels) {
-        if (!got[i].is_array() || got[i].size() != value[i].size()) return path + ": wrong number of elements";
-        for (size_t j = 0; j < value[i].size(); ++j) {
-          const std::string d = compare_element(value[i][j], got[i][j], path + "[" + std::to_string(j) + "]");
-          if (!d.empty()) return d;
-        }
-      } else {
-        const std::string d = compare_element(value[i], got[i], path);
-        if (!d.empty()) return d;
-      }
-    }
-  }
-  return "";
-}
-
 int RunConformance(const Options& options, std::ostream& out) {
-  // §CONF.4, §ERR.1 Everything that can stop the run is checked before any test:
-  // the manifest, the spec version of every vector file, the
-  // expected-failures file and the handshake. Such errors go to stderr and
-  // the exit status is 2 (the run could not start); nothing is written.
+  // §CONF.4, §ERR.1 Everything that can stop the run is checked before any
+  // test: the report paths, the manifest, the spec version of every vector
+  // file, the suites asked for, the expected-failures file and the
+  // handshake. Such errors go to stderr and the exit status is 2 (the run
+  // could not start); nothing is written.
+  std::optional<Vectors> vectors;
   ExpectFail expect_fail;
   try {
-    std::vector<std::string> problems;
-    const std::string manifest = ReadFile(options.vectors / "MANIFEST.sha256");
-    std::istringstream lines(manifest);
-    std::string line;
-    while (std::getline(lines, line)) {
-      if (line.size() < 67) {
-        problems.push_back("malformed manifest line: " + line);
-        continue;
-      }
-      const std::string rel = line.substr(66);
-      if (Sha256Hex(ReadFile(options.vectors / rel)) != line.substr(0, 64)) problems.push_back(rel + " does not match MANIFEST.sha256");
+    CheckWritable(options.report_json, "--report-json");
+    CheckWritable(options.junit, "--junit");
+    if (!options.report_json.empty() && !options.junit.empty() &&
+        fs::weakly_canonical(options.report_json) == fs::weakly_canonical(options.junit)) {
+      throw Error("--report-json and --junit name the same file " + options.junit.string() + ": one would overwrite the other");
     }
-    if (!problems.empty()) {
-      for (const std::string& p : problems) std::cerr << "engram conform: " << p << "\n";
-      std::cerr << "engram conform: refusing to run on vectors that fail their manifest\n";
-      return 2;
-    }
-    // §VEC.1 Vectors of another spec version describe other rules: running
-    // them would report differences that are not bugs.
-    std::map<std::string, std::set<int64_t>> tc_ids;
-    for (const auto& e : std::filesystem::directory_iterator(options.vectors / vectors::kVectorsDir)) {
-      if (e.path().extension() != ".json") continue;
-      const std::string rel = std::string(vectors::kVectorsDir) + "/" + e.path().filename().string();
-      const json doc = json::parse(ReadFile(e.path()), nullptr, false);
-      if (!doc.is_object()) throw Error(rel + ": malformed JSON (not a vector file)");
-      if (!doc.contains("specVersion") || doc["specVersion"] != vectors::kSpecVersion) {
-        throw Error(rel + ": specVersion " + (doc.contains("specVersion") ? doc["specVersion"].dump() : "missing") +
-                    " is not the version this runner implements (" + vectors::kSpecVersion + ")");
-      }
-      std::set<int64_t>& ids = tc_ids[e.path().stem().string()];
-      if (doc.contains("testGroups") && doc["testGroups"].is_array()) {
-        for (const json& g : doc["testGroups"]) {
-          if (!g.is_object() || !g.contains("tests") || !g["tests"].is_array()) continue;
-          for (const json& t : g["tests"]) {
-            if (t.is_object() && t.contains("tcId") && t["tcId"].is_number_integer()) ids.insert(t["tcId"].get<int64_t>());
-          }
-        }
+    vectors = LoadVectors(options.vectors);
+    const std::set<std::string> names = vectors->Names();
+    for (const std::string& s : options.suites) {
+      if (!names.count(s)) {
+        std::string have;
+        for (const std::string& n : names) have += (have.empty() ? "" : ", ") + n;
+        throw Error("--suite " + s + ": the vectors have no such suite (they have: " + have + ")");
       }
     }
-    expect_fail = LoadExpectFail(options.expect_fail);
-    // An entry that names no test would silently never match.
-    for (const auto& [suite, ids] : expect_fail.ids) {
-      auto known = tc_ids.find(suite);
-      if (known == tc_ids.end()) throw Error(options.expect_fail.string() + ": suite '" + suite + "' is not in " + options.vectors.string());
-      for (int64_t id : ids) {
-        if (known->second.count(id) == 0) {
-          throw Error(options.expect_fail.string() + ": suite '" + suite + "' has no tcId " + std::to_string(id));
-        }
-      }
-    }
+    expect_fail = LoadExpectFail(options.expect_fail, *vectors);
   } catch (const Error& e) {
     std::cerr << "engram conform: " << e.what() << "\n";
     return 2;
   }
   Peer peer(options.command, options.timeout);
+  Run run{options, *vectors, expect_fail, peer, {}, {}, {}};
   json hello;
   try {
     hello = peer.Hello();
+    run.claims = CheckHello(hello, vectors->Names());
   } catch (const Error& e) {
     std::cerr << "engram conform: " << e.what() << "\n";
     return 2;
   }
-  // The implementation's answers are untrusted: show them as JSON, never assume their types.
-  out << "implementation: " << (hello.contains("name") ? hello["name"].dump() : "?") << " "
-      << (hello.contains("version") ? hello["version"].dump() : "") << "\n";
+  out << "implementation: " << Short(json(run.claims.name)) << " " << Short(json(run.claims.version)) << "\n";
 
-  std::vector<TestResult> results;
-  std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(options.vectors / vectors::kVectorsDir)) {
-    if (e.path().extension() == ".json") files.push_back(e.path());
-  }
-  std::sort(files.begin(), files.end());
-
-  // §CON / §CONF.2 item 2: the implementation's contract against the vectors' layouts.
-  std::set<std::string> contract_seen;
-  for (const auto& path : files) {
-    const json doc = json::parse(ReadFile(path));
-    const std::string suite = path.stem().string();
-    if (!options.suites.empty() && options.suites.count(suite) == 0) continue;
-    for (const json& group : doc.value("testGroups", json::array())) {
-      if (!group.contains("layers") || !group.contains("config") || !group.contains("profile")) continue;
-      json key = {group["profile"], group["config"], group["compressedVocabSize"], group["compressedPad"]};
-      if (!contract_seen.insert(key.dump()).second) continue;
-      if (!Claims(hello, "profiles", group["profile"].get<std::string>())) continue;
-      TestResult r{"contract", static_cast<int64_t>(contract_seen.size()), "pass", "", "", {}, 0};
-      Peer::Reply reply = peer.Call({{"op", "contract"}, {"profile", group["profile"]}, {"config", group["config"]},
-                                     {"compressedVocabSize", group["compressedVocabSize"]},
-                                     {"compressedPad", group["compressedPad"]}},
-                                    options.timeout);
-      if (!reply.failure.empty()) {
-        r.status = "fail";
-        r.reason = reply.failure;
-        r.detail = reply.detail;
-      } else if ((!reply.body.contains("contract") || reply.body["contract"].is_null()) && reply.body.contains("layers")) {
-        // No full contract (no tokenizer), but the layout the implementation computes.
-        const std::string d = FirstDifference(group["layers"], reply.body["layers"], "layers");
-        if (!d.empty()) {
-          r.status = "fail";
-          r.reason = "contract mismatch";
-          r.detail = d;
-        }
-      } else if (!reply.body.contains("contract") || reply.body["contract"].is_null()) {
-        r.status = "skipped";
-        r.detail = "the implementation builds no contract";
-      } else {
-        try {
-          const nlohmann::ordered_json c = nlohmann::ordered_json::parse(reply.body["contract"].dump());
-          CheckContractForm(c, "the implementation's contract");
-          std::string d;
-          if (c["profile"] != group["profile"] || c["compressedVocabSize"] != group["compressedVocabSize"] ||
-              c["layerIds"].size() != group["layers"].size()) {
-            r.status = "skipped";
-            r.detail = "the implementation's contract is for another configuration (" + c["profile"].dump() + ", V " +
-                       c["compressedVocabSize"].dump() + ")";
-          } else {
-            d = FirstDifference(group["layers"], c["layers"], "layers");
-          }
-          if (!d.empty()) {
-            r.status = "fail";
-            r.reason = "contract mismatch";
-            r.detail = d;
-          }
-        } catch (const Error& e) {
-          r.status = "fail";
-          r.reason = "bad contract";
-          r.detail = e.what();
-        }
-      }
-      r.detail = (r.detail.empty() ? "" : r.detail + " ") + "(" + suite + ", " + group.value("comment", "") + ")";
-      results.push_back(r);
-    }
-  }
-
-  for (const auto& path : files) {
-    const std::string suite = path.stem().string();
-    if (!options.suites.empty() && options.suites.count(suite) == 0) continue;
-    const json doc = json::parse(ReadFile(path));
-    const json notes = doc.value("notes", json::object());
-    if (suite == "accumulated") {
-      for (const json& group : doc.value("testGroups", json::array())) {
-        for (const json& t : group.value("tests", json::array())) {
-          TestResult r{suite, t.value("tcId", int64_t{0}), "pass", "", "", t.value("flags", std::vector<std::string>{}), 0};
-          if (!Claims(hello, "suites", suite) ||
-              (group.contains("profile") && !Claims(hello, "profiles", group["profile"].get<std::string>()))) {
-            r.status = "skipped";
-            r.detail = "not claimed";
-          } else if (options.profile && group.value("profile", "") != *options.profile) {
-            continue;
-          } else if (t.value("n", int64_t{0}) > options.accumulate_max_n) {
-            r.status = "skipped";
-            r.detail = "n = " + std::to_string(t.value("n", int64_t{0})) + " exceeds --accumulate-max";
-          } else {
-            json g = group;
-            g.erase("tests");
-            const auto t0 = std::chrono::steady_clock::now();
-            Peer::Reply reply = peer.Call({{"op", "accumulate"}, {"kind", t["kind"]}, {"group", g}, {"n", t["n"]}, {"seed", t["seed"]}},
-                                          options.accumulate_timeout);
-            r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if (!reply.failure.empty()) {
-              r.status = "fail";
-              r.reason = reply.failure;
-              r.detail = reply.detail;
-            } else if (reply.body.contains("unsupported")) {
-              r.status = "skipped";
-              r.detail = reply.body["unsupported"].dump();
-            } else if (!reply.body.contains("sha256") || reply.body["sha256"] != t["sha256"]) {
-              r.status = "fail";
-              r.reason = "mismatch";
-              r.detail = "sha256 over " + std::to_string(t.value("n", int64_t{0})) + " positions: expected " +
-                         t.value("sha256", "") + ", got " + reply.body.value("sha256", json()).dump();
-            }
-          }
-          results.push_back(r);
-        }
-      }
-      continue;
-    }
-    for (const json& group : doc.value("testGroups", json::array())) {
-      const std::string type = group.value("type", "");
-      json g = group;
-      g.erase("tests");
-      const bool profile_filtered = options.profile && group.contains("profile") && group["profile"] != *options.profile;
-      if (profile_filtered) continue;
-      const bool claimed = Claims(hello, "suites", suite) &&
-                           (!group.contains("profile") || Claims(hello, "profiles", group["profile"].get<std::string>()));
-      for (const json& t : group.value("tests", json::array())) {
-        TestResult r{suite, t.value("tcId", int64_t{0}), "pass", "", "", t.value("flags", std::vector<std::string>{}), 0};
-        if (!claimed) {
-          r.status = "skipped";
-          r.detail = "suite or profile not claimed by the implementation";
-          results.push_back(r);
-          continue;
-        }
-        const SplitTest split = SplitOrdered(type, t);
-        const bool valid = t.value("result", "") == "valid";
-        const auto t0 = std::chrono::steady_clock::now();
-        Peer::Reply reply = peer.Call({{"op", "test"}, {"suite", suite}, {"type", type}, {"tcId", r.tc_id}, {"group", g},
-                                       {"test", split.inputs}},
-                                      options.timeout);
-        r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (!reply.failure.empty()) {
-          r.status = "fail";
-          r.reason = reply.failure;
-          r.detail = reply.detail;
-        } else if (reply.body.contains("unsupported")) {
-          r.status = "skipped";
-          r.detail = "unsupported: " + reply.body["unsupported"].dump();
-        } else if (reply.body.contains("refused")) {
-          if (valid) {
-            r.status = "fail";
-            r.reason = "refused valid input";
-            r.detail = "the implementation refused: " + reply.body["refused"].dump();
-          }
-        } else if (!reply.body.contains("outputs")) {
-          r.status = "fail";
-          r.reason = "garbage";
-          r.detail = "the answer has none of outputs/refused/unsupported: " + Short(reply.body);
-        } else if (!valid) {
-          r.status = "fail";
-          r.reason = "accepted invalid input";
-          r.detail = "the vector marks this input invalid (it must be refused)";
-          if (t.contains("error")) r.detail += "; the reference says: " + t["error"].get<std::string>();
-        } else {
-          const std::string d = CompareOrdered(type, g, split.expected, reply.body["outputs"]);
-          if (!d.empty()) {
-            r.status = "fail";
-            r.reason = d.rfind("missing output", 0) == 0 ? "missing output" : "mismatch";
-            r.detail = d;
-            for (const auto& [key, value] : t.items()) {  // §CONF.1 informative outputs, shown not compared
-              if (key != "error" && IsInformative(type, key)) r.detail += "\n    " + key + " (informative): " + Short(value);
-            }
-            if (t.contains("intermediate")) r.detail += "\n    intermediate values: " + Short(t["intermediate"]);
-          }
-        }
-        if (r.status == "fail") {
-          for (const std::string& f : r.flags) {
-            if (notes.contains(f)) r.detail += "\n    flag " + f + " (" + notes[f].value("bugType", "") + "): " + notes[f].value("description", "");
-          }
-        }
-        // §CONF.4 expected failures and stale entries.
-        if (expect_fail.Contains(suite, r.tc_id)) {
-          if (r.status == "fail") r.status = "expected-fail";
-          else if (r.status == "pass") {
-            r.status = "stale";
-            r.detail = "listed as an expected failure but passes";
-          }
-        }
-        results.push_back(r);
-      }
-    }
+  RunContracts(run);
+  for (const SuiteFile& file : vectors->suites) {
+    if (options.suites.empty() || options.suites.count(file.name)) RunSuite(run, file);
   }
   peer.Bye();
 
-  // Summary per suite.
-  std::map<std::string, std::map<std::string, int>> counts;
-  std::map<std::string, std::vector<const TestResult*>> failures;
-  int failed = 0, stale = 0;
-  for (const TestResult& r : results) {
-    counts[r.suite][r.status]++;
-    if (r.status == "fail") {
-      ++failed;
-      failures[r.suite].push_back(&r);
+  Verdict verdict = Decide(run);
+  // The reports are staged (written and flushed beside their targets) before
+  // either is renamed into place and before the verdict is printed: a report
+  // that cannot be written turns the verdict, and both reports say the same.
+  std::vector<std::unique_ptr<StagedFile>> staged;
+  auto stage = [&]() -> std::string {
+    staged.clear();
+    const std::pair<std::filesystem::path, std::string> reports[] = {
+        {options.report_json, options.report_json.empty() ? "" : JsonReport(hello, run.results, verdict)},
+        {options.junit, options.junit.empty() ? "" : JunitReport(run.results, verdict)}};
+    for (const auto& [path, text] : reports) {
+      if (path.empty()) continue;
+      try {
+        staged.push_back(std::make_unique<StagedFile>(path, text));
+      } catch (const Error& e) {
+        return e.what();
+      }
     }
-    if (r.status == "stale") ++stale;
+    return "";
+  };
+  if (const std::string problem = stage(); !problem.empty()) {
+    verdict.problems.push_back("a report could not be written: " + problem);
+    stage();  // best effort: what can still be written now says FAILED
   }
-  for (const auto& [suite, c] : counts) {
-    out << suite << ": ";
-    bool first = true;
-    for (const char* s : {"pass", "fail", "skipped", "expected-fail", "stale"}) {
-      auto it = c.find(s);
-      if (it == c.end()) continue;
-      out << (first ? "" : ", ") << it->second << " " << s;
-      first = false;
+  for (auto& file : staged) {
+    try {
+      file->Commit();
+    } catch (const Error& e) {
+      verdict.problems.push_back(std::string("a report could not be written: ") + e.what());
     }
-    out << "\n";
-    const auto& f = failures[suite];
-    for (size_t i = 0; i < f.size() && i < 3; ++i) {
-      out << "  FAIL tcId " << f[i]->tc_id << " (" << f[i]->reason << "): " << f[i]->detail << "\n";
-    }
-    if (f.size() > 3) out << "  ... and " << (f.size() - 3) << " more failures (see --report-json)\n";
   }
-  for (const TestResult& r : results) {
-    if (r.status == "stale") out << "  STALE " << r.suite << ":" << r.tc_id << " passes but is listed in " << options.expect_fail.string() << "\n";
-  }
-  out << (failed == 0 ? "conformance: OK" : "conformance: " + std::to_string(failed) + " failure(s)") << " (" << results.size()
-      << " results)\n";
-
-  if (!options.report_json.empty()) {
-    json report = {{"implementation", hello}, {"results", json::array()}};
-    for (const TestResult& r : results) {
-      report["results"].push_back({{"suite", r.suite}, {"tcId", r.tc_id}, {"status", r.status}, {"reason", r.reason},
-                                   {"detail", r.detail}, {"flags", r.flags}, {"seconds", r.seconds}});
-    }
-    WriteFileAtomic(options.report_json, report.dump(1) + "\n");
-  }
-  if (!options.junit.empty()) WriteJunit(options.junit, results);
-  if (failed > 0) return 1;
-  if (stale > 0 && options.strict_stale) return 1;
-  return 0;
+  PrintSummary(run.results, verdict, options.expect_fail, out);
+  return verdict.Ok() ? 0 : 1;
 }
 
 }  // namespace engram::conform

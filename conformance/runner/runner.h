@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "conformance/runner/compare.h"
+
 namespace engram::conform {
 
 struct Options {
@@ -26,6 +28,9 @@ struct Options {
   std::chrono::milliseconds timeout{10000};
   std::chrono::milliseconds accumulate_timeout{600000};
   int64_t accumulate_max_n = 10000000;  // skip accumulated vectors larger than this
+  // §CONF.4 a suite whose tests go unanswered this many times in a row is
+  // stopped (its remaining tests are not run) and fails; 0: never stop.
+  int max_consecutive_timeouts = 3;
   bool strict_stale = false;
 };
 
@@ -34,36 +39,19 @@ struct TestResult {
   std::string suite;
   int64_t tc_id = 0;
   std::string status;  // pass | fail | skipped | expected-fail | stale
-  std::string reason;  // for fail: mismatch | missing output | ...
+  std::string reason;  // fail: mismatch | missing output | ...; skipped: not claimed | unsupported | limit | stopped
   std::string detail;  // human-readable explanation
   std::vector<std::string> flags;
+  bool valid = false;  // the vector's result: "valid" (outputs expected) or "invalid" (a refusal expected)
   double seconds = 0;
+  // §CONF.4 what the implementation answered (failures only; null when it
+  // gave no answer): the report shows a port author what their code returned.
+  nlohmann::ordered_json returned;
 };
-
-// §CONF.1 The keys an implementation must produce for `test` (the expected
-// outputs), and `test` with them removed (what is sent). Informative outputs
-// (`error`, the fp8_decode tests' `value`) are in neither.
-struct SplitTest {
-  nlohmann::ordered_json inputs;
-  nlohmann::ordered_json expected;  // output key -> expected value
-};
-// `test` must keep the file's key order (read it as nlohmann::ordered_json,
-// never as nlohmann::json, whose objects are sorted alphabetically).
-SplitTest SplitOrdered(const std::string& type, const nlohmann::ordered_json& test);
-
-// §CONF.4 Compares returned outputs with the expected ones. Returns an empty
-// string when they match, else a description naming the first differing
-// element by path. `group` (the test's group without its tests) supplies the
-// §FUS.9 `tolerance` of float outputs; without it every output is compared
-// exactly (hex floats of §STO.11 still match NaN with NaN, §STO.9).
-std::string CompareOrdered(const std::string& type, const nlohmann::ordered_json& group,
-                           const nlohmann::ordered_json& expected, const nlohmann::ordered_json& actual);
-// The same with no group (no tolerances).
-std::string CompareOrdered(const std::string& type, const nlohmann::ordered_json& expected,
-                           const nlohmann::ordered_json& actual);
 
 // Runs the whole conformance check; prints the summary to `out`; returns the
-// process exit status of §CONF.4 (0, 1, or 2).
+// process exit status of §CONF.4: 0 when the verdict is OK (at least one test
+// passed, nothing failed), 1 otherwise, 2 when the run could not start.
 int RunConformance(const Options& options, std::ostream& out);
 
 }  // namespace engram::conform

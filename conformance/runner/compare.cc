@@ -1,0 +1,431 @@
+// spec/conformance.md §CONF.1 — how an implementation's outputs are compared
+// with the vectors' expected outputs.
+#include "conformance/runner/compare.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+#include "reference/error.h"
+#include "reference/fusion.h"
+
+namespace engram::conform {
+
+using json = nlohmann::ordered_json;
+
+// §CONF.1 Outputs written for people, never compared (shown on failure).
+bool IsInformative(const std::string& type, const std::string& key) {
+  return key == "error" || ((type == "E4M3DecodeTest" || type == "E8M0DecodeTest") && key == "value");
+}
+
+std::string Short(const json& v, size_t max_chars) {
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  return s.size() > max_chars ? s.substr(0, max_chars - 3) + "..." : s;
+}
+
+// The first element where `expected` and `actual` differ, as "path: expected X, got Y".
+// §VEC.4 integers are compared as integers: a JSON float never matches an
+// expected integer, however close (5.578117229726147e18 is not
+// 5578117229726147345), and -0 / 1.0 are not integers either.
+std::string FirstDifference(const json& expected, const json& actual, const std::string& path) {
+  if (expected.is_array() && actual.is_array()) {
+    for (size_t i = 0; i < std::min(expected.size(), actual.size()); ++i) {
+      std::string d = FirstDifference(expected[i], actual[i], path + "[" + std::to_string(i) + "]");
+      if (!d.empty()) return d;
+    }
+    if (expected.size() != actual.size()) {
+      return path + ": expected " + std::to_string(expected.size()) + " elements, got " + std::to_string(actual.size());
+    }
+    return "";
+  }
+  if (expected.is_object() && actual.is_object()) {
+    for (const auto& [k, v] : expected.items()) {
+      if (!actual.contains(k)) return path + "." + k + ": missing";
+      std::string d = FirstDifference(v, actual[k], path + "." + k);
+      if (!d.empty()) return d;
+    }
+    return "";
+  }
+  if (expected.is_number_integer() && !actual.is_number_integer()) {
+    return path + ": expected the integer " + expected.dump() + ", got " +
+           (actual.is_number_float() ? "the float " + actual.dump() + " (§VEC.4: integers must be JSON integers, exactly)"
+                                     : Short(actual));
+  }
+  if (expected != actual) return path + ": expected " + Short(expected) + ", got " + Short(actual);
+  return "";
+}
+
+namespace {
+// §CONF.1 Types whose outputs sit inside a list of steps: the list key, the
+// output keys of each element, and whether elements are lists themselves.
+struct Nested {
+  std::string list;
+  std::vector<std::string> keys;
+  bool two_levels;
+};
+
+std::vector<Nested> NestedOutputs(const std::string& type) {
+  if (type == "HashStateTest") return {{"steps", {"rows", "positionAfter", "historyAfter"}, false}};
+  if (type == "HashHandoffTest") {
+    return {{"segments", {"rows", "historyOut"}, false}, {"microBatches", {"rows", "historyOut"}, true}};
+  }
+  return {};
+}
+
+bool IsMeta(const std::string& key) {
+  return key == "tcId" || key == "comment" || key == "flags" || key == "specRef";
+}
+
+// §CONF.1 Outputs that are floats written as the hex digits of their bits
+// (§STO.11): compared element by element, any NaN matching any NaN (§STO.9).
+// Returns the digits per element (4: bf16, 8: float32), or 0.
+size_t HexFloatDigits(const std::string& type, const std::string& key) {
+  if ((type == "E4M3DecodeTest" || type == "E8M0DecodeTest") && key == "f32Bits") return 8;
+  if (type == "ElementDecodeTest" && key == "bf16") return 4;
+  if (key == "rows") {
+    if (type == "FloatLookupTest") return 8;
+    if (type == "SyntheticLookupTest" || type == "SafetensorsLookupTest" || type == "PackedLookupTest" ||
+        type == "RowShardTest" || type == "HeadShardTest") {
+      return 4;
+    }
+  }
+  return 0;
+}
+
+json StripKeys(const json& element, const std::vector<std::string>& keys) {
+  json out = element;
+  for (const std::string& k : keys) out.erase(k);
+  return out;
+}
+
+// §STO.9 Whether the hex digits `a` and `b` (one value of `digits` digits)
+// stand for the same value: identical bits, or both NaN.
+bool SameHexFloat(const std::string& a, const std::string& b, size_t digits) {
+  if (a == b) return true;
+  auto parse = [&](const std::string& h, uint32_t& v) {
+    if (h.size() != digits) return false;
+    v = 0;
+    for (char c : h) {
+      const int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
+                    : (c >= 'a' && c <= 'f')                    ? c - 'a' + 10
+                    : (c >= 'A' && c <= 'F')                    ? c - 'A' + 10
+                                                                : -1;
+      if (d < 0) return false;
+      v = v * 16 + static_cast<uint32_t>(d);
+    }
+    return true;
+  };
+  uint32_t x = 0, y = 0;
+  if (!parse(a, x) || !parse(b, y)) return false;
+  auto is_nan = [&](uint32_t v) {
+    return digits == 4 ? (v & 0x7F80u) == 0x7F80u && (v & 0x007Fu) != 0 : (v & 0x7F800000u) == 0x7F800000u && (v & 0x007FFFFFu) != 0;
+  };
+  return x == y || (is_nan(x) && is_nan(y));
+}
+
+// The first element where hex-float strings (or arrays of them) differ.
+std::string FirstHexDifference(const json& expected, const json& actual, const std::string& path, size_t digits) {
+  if (expected.is_array()) {
+    if (!actual.is_array()) return path + ": expected an array, got " + Short(actual);
+    for (size_t i = 0; i < std::min(expected.size(), actual.size()); ++i) {
+      std::string d = FirstHexDifference(expected[i], actual[i], path + "[" + std::to_string(i) + "]", digits);
+      if (!d.empty()) return d;
+    }
+    if (expected.size() != actual.size()) {
+      return path + ": expected " + std::to_string(expected.size()) + " elements, got " + std::to_string(actual.size());
+    }
+    return "";
+  }
+  if (!expected.is_string() || !actual.is_string()) return FirstDifference(expected, actual, path);
+  const std::string e = expected.get<std::string>(), a = actual.get<std::string>();
+  if (e.size() != a.size()) {
+    return path + ": expected " + std::to_string(e.size() / digits) + " values of " + std::to_string(digits) +
+           " hex digits, got " + std::to_string(a.size()) + " digits";
+  }
+  for (size_t i = 0; i + digits <= e.size(); i += digits) {
+    if (!SameHexFloat(e.substr(i, digits), a.substr(i, digits), digits)) {
+      return path + " element " + std::to_string(i / digits) + ": expected " + e.substr(i, digits) + ", got " +
+             a.substr(i, digits);
+    }
+  }
+  return "";
+}
+
+// §FUS.9 A float in a vector or an answer: a float.hex() string (also "inf",
+// "nan" and decimal text) or a JSON number. Throws engram::Error.
+double FloatOf(const json& v, const std::string& path) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) return ParseFloat(v.get<std::string>(), path);
+  throw Error(path + ": " + Short(v) + " is not a number");
+}
+
+// A scalar or (nested) array of floats, flattened in order.
+void Flatten(const json& v, std::vector<json>& out) {
+  if (v.is_array()) {
+    for (const json& e : v) Flatten(e, out);
+  } else {
+    out.push_back(v);
+  }
+}
+
+// §FUS.9 The float64 value of the dot product (and its tolerance) behind each
+// gate of a test, from the vector's intermediate values; empty when the test
+// gives none (gate-function tests, forward tests): the gate's slope term is then 0.
+struct DotRef {
+  double r = 0, m = 0, scale = 0;
+};
+std::vector<DotRef> GateDots(const std::string& type, const json& intermediate) {
+  std::vector<DotRef> out;
+  auto take = [&](const json& stream, const char* key) {
+    out.push_back({FloatOf(stream.at("float64").at(key), key), FloatOf(stream.at("float32").at(key), key),
+                   FloatOf(stream.at("float64").at("dotScale"), "dotScale")});
+  };
+  if (type == "V41GateTest" && intermediate.is_array()) {
+    for (const json& s : intermediate) take(s, "dot");
+  } else if (type == "DemoGateTest" && intermediate.is_object() && intermediate.contains("streams")) {
+    for (const json& s : intermediate["streams"]) take(s, "g");
+  }
+  return out;
+}
+
+// The float32 mirror's bf16 bits of element i of a faithfulBf16 output, as
+// the bits are reported ("0x4012"), or "?" when the vector gives none.
+std::string MirrorBits(const json& mirror, size_t i) {
+  std::vector<json> flat;
+  Flatten(mirror, flat);
+  if (i >= flat.size() || !flat[i].is_number_integer()) return "?";
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%04x", static_cast<unsigned>(flat[i].get<int64_t>() & 0xFFFF));
+  return hex;
+}
+
+// §CONF.1 "in the shape of r": "" when `y` has the nesting and the lengths
+// of `r` (a scalar where r is a scalar), else where it first does not.
+std::string ShapeDifference(const json& r, const json& y, const std::string& path) {
+  if (!r.is_array()) return y.is_array() ? path + ": expected one value, got a list of " + std::to_string(y.size()) : "";
+  if (!y.is_array()) return path + ": expected a list of " + std::to_string(r.size()) + " values, got " + Short(y);
+  if (y.size() != r.size()) return path + ": expected " + std::to_string(r.size()) + " values, got " + std::to_string(y.size());
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (std::string d = ShapeDifference(r[i], y[i], path + "[" + std::to_string(i) + "]"); !d.empty()) return d;
+  }
+  return "";
+}
+
+// §FUS.9 Judges a float output against the group's tolerance rule. Returns ""
+// or a description of the first element outside it.
+std::string CompareTolerance(const std::string& type, const json& group, const json& rule, const std::string& key,
+                             const json& expected, const json& actual) {
+  if (rule.value("rule", "") == "faithfulBf16") {
+    // bf16 bit patterns, judged against the float64 reference `<key>Ref64`.
+    if (!expected.contains(key + "Ref64")) return FirstDifference(expected[key], actual, key);
+    if (std::string d = ShapeDifference(expected[key], actual, key); !d.empty()) return d;
+    std::vector<json> ref, got;
+    Flatten(expected[key + "Ref64"], ref);
+    Flatten(actual, got);
+    if (got.size() != ref.size()) {
+      return key + ": expected " + std::to_string(ref.size()) + " bf16 values, got " + std::to_string(got.size());
+    }
+    for (size_t i = 0; i < ref.size(); ++i) {
+      const std::string path = key + "[" + std::to_string(i) + "]";
+      if (!got[i].is_number_integer() || got[i].get<int64_t>() < 0 || got[i].get<int64_t>() > 0xFFFF) {
+        return path + ": " + Short(got[i]) + " is not a bf16 bit pattern (an integer 0 .. 65535)";
+      }
+      const double r = FloatOf(ref[i], key + "Ref64");
+      const auto bits = static_cast<uint16_t>(got[i].get<int64_t>());
+      if (!FaithfulBf16(bits, r)) {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "0x%04x", bits);
+        return path + ": got bf16 " + hex + " (" + FloatHex(Bf16Value(bits)) + "), not a faithful rounding of the float64 value " +
+               FloatHex(r) + " (the vector's float32 mirror gives " + MirrorBits(expected[key], i) + ")";
+      }
+    }
+    return "";
+  }
+  if (!rule.contains("k") || !rule.contains("a") || !rule.contains("scale")) {
+    return key + ": the group's tolerance rule " + Short(rule) + " is not understood";
+  }
+  if (!expected[key].is_object() || !expected[key].contains("float64") || !expected[key].contains("float32")) {
+    return key + ": the vector gives no float64 / float32 values for this tolerance";
+  }
+  const double k = FloatOf(rule["k"], "tolerance.k"), a = FloatOf(rule["a"], "tolerance.a");
+  const std::string scale = rule["scale"];
+  // An implementation returns its value(s) in the shape of the float64 entry;
+  // the vector's own {float64, float32} form is accepted (float64 is read).
+  const json& y_json = actual.is_object() && actual.contains("float64") ? actual["float64"] : actual;
+  if (std::string d = ShapeDifference(expected[key]["float64"], y_json, key); !d.empty()) return d;
+  std::vector<json> r_list, m_list, y_list;
+  Flatten(expected[key]["float64"], r_list);
+  Flatten(expected[key]["float32"], m_list);
+  Flatten(y_json, y_list);
+  if (y_list.size() != r_list.size() || m_list.size() != r_list.size()) {
+    return key + ": expected " + std::to_string(r_list.size()) + " values, got " + std::to_string(y_list.size());
+  }
+  std::vector<double> r(r_list.size()), m(r_list.size());
+  for (size_t i = 0; i < r.size(); ++i) {
+    r[i] = FloatOf(r_list[i], key + ".float64");
+    m[i] = FloatOf(m_list[i], key + ".float32");
+  }
+  std::vector<DotRef> dots;
+  if (scale == "gateSlope" || scale == "dotScale") dots = GateDots(type, expected.contains("intermediate") ? expected["intermediate"] : json());
+  const size_t vector_len = group.contains("hidden") && group["hidden"].is_number_unsigned() && group["hidden"].get<size_t>() > 0
+                                ? group["hidden"].get<size_t>()
+                                : r.size();
+  for (size_t i = 0; i < r.size(); ++i) {
+    const std::string path = expected[key]["float64"].is_array() ? key + "[" + std::to_string(i) + "]" : key;
+    double y = 0;
+    try {
+      y = FloatOf(y_list[i], path);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    auto is_pos_zero = [](double v) { return v == 0 && !std::signbit(v); };
+    const bool pos_zero = is_pos_zero(r[i]) && is_pos_zero(m[i]);
+    double s = 1;
+    if (scale == "absRef") {
+      s = std::fabs(r[i]);
+    } else if (scale == "maxAbsVector") {
+      // §FUS.9 the (position, stream) vector of `hidden` values the element belongs to.
+      s = 0;
+      const size_t begin = (i / vector_len) * vector_len;
+      for (size_t j = begin; j < std::min(r.size(), begin + vector_len); ++j) {
+        if (std::isfinite(r[j])) s = std::max(s, std::fabs(r[j]));
+      }
+    } else if (scale == "gateSlope") {
+      double delta = 0;
+      if (i < dots.size()) {
+        const json dot_rule = group.value("tolerance", json::object()).value(type == "DemoGateTest" ? "g" : "dot", json::object());
+        const double kd = dot_rule.contains("k") ? FloatOf(dot_rule["k"], "tolerance.k") : 2;
+        const double ad = dot_rule.contains("a") ? FloatOf(dot_rule["a"], "tolerance.a") : std::ldexp(1.0, -18);
+        const double t = kd * std::fabs(dots[i].m - dots[i].r) + ad * dots[i].scale;
+        const bool demo = group.value("profile", "") == "demo-v1";
+        auto g = [&](double d) { return demo ? GateDemo(d, Precision::kFloat64).gate : GateV41(d, Precision::kFloat64).gate; };
+        const double g0 = g(dots[i].r);
+        delta = std::max(g(dots[i].r + t) - g0, g0 - g(dots[i].r - t));
+        if (!std::isfinite(delta)) delta = 0;
+      }
+      s = 1 + delta / a;
+    } else if (scale == "dotScale") {
+      if (i >= dots.size()) return key + ": the vector gives no dotScale for this value";
+      s = dots[i].scale;
+    } else {
+      return key + ": the group's tolerance scale '" + scale + "' is not understood";
+    }
+    // §FUS.9 where both evaluations give +0 (masked positions) the value MUST be +0.
+    const bool ok = pos_zero ? is_pos_zero(y) : WithinTolerance(y, r[i], m[i], k, a, s);
+    if (!ok) {
+      const double allowed = k * std::fabs(m[i] - r[i]) + a * s;
+      return path + ": got " + FloatHex(y) + ", float64 reference " + FloatHex(r[i]) + ", float32 mirror " + FloatHex(m[i]) +
+             (pos_zero ? "; a masked value must be +0 exactly"
+                       : "; |error| " + FloatHex(std::fabs(y - r[i])) + " > allowed " + FloatHex(allowed) + " (k " +
+                             FloatHex(k) + ", a " + FloatHex(a) + ", " + scale + " " + FloatHex(s) + ")");
+    }
+  }
+  return "";
+}
+
+
+}  // namespace
+
+SplitTest SplitOrdered(const std::string& type, const json& test) {
+  SplitTest out{json::object(), json::object()};
+  bool after_result = false;
+  const std::vector<Nested> nested = NestedOutputs(type);
+  for (const auto& [key, value] : test.items()) {
+    if (key == "result") {
+      after_result = true;
+      continue;
+    }
+    if (IsMeta(key) || IsInformative(type, key)) continue;
+    const Nested* n = nullptr;
+    for (const Nested& candidate : nested) {
+      if (candidate.list == key) n = &candidate;
+    }
+    if (n != nullptr) {
+      // The list is an input with its per-element outputs removed.
+      json stripped = json::array();
+      for (const json& element : value) {
+        if (n->two_levels) {
+          json inner = json::array();
+          for (const json& e : element) inner.push_back(StripKeys(e, n->keys));
+          stripped.push_back(inner);
+        } else {
+          stripped.push_back(StripKeys(element, n->keys));
+        }
+      }
+      out.inputs[key] = stripped;
+      if (test.value("result", "") == "valid") out.expected[key] = value;
+      continue;
+    }
+    if (after_result) out.expected[key] = value;
+    else out.inputs[key] = value;
+  }
+  return out;
+}
+
+std::string CompareOrdered(const std::string& type, const json& expected, const json& actual) {
+  return CompareOrdered(type, json::object(), expected, actual);
+}
+
+std::string CompareOrdered(const std::string& type, const json& group, const json& expected, const json& actual) {
+  const std::vector<Nested> nested = NestedOutputs(type);
+  const json tolerance = group.is_object() ? group.value("tolerance", json::object()) : json::object();
+  for (const auto& [key, value] : expected.items()) {
+    if (IsInformative(type, key)) continue;
+    // §CONF.1 `<out>Ref64` is the float64 reference a faithfulBf16 output is judged by, not an output.
+    if (key.size() > 5 && key.substr(key.size() - 5) == "Ref64" && tolerance.contains(key.substr(0, key.size() - 5))) continue;
+    if (key == "intermediate" && (!actual.contains(key) || !tolerance.empty())) continue;  // optional (§CONF.1)
+    if (!actual.contains(key)) return "missing output '" + key + "'";
+    const Nested* n = nullptr;
+    for (const Nested& candidate : nested) {
+      if (candidate.list == key) n = &candidate;
+    }
+    if (n == nullptr) {
+      std::string d;
+      if (tolerance.contains(key)) {
+        try {
+          d = CompareTolerance(type, group, tolerance[key], key, expected, actual[key]);
+        } catch (const std::exception& e) {
+          d = key + ": " + e.what();
+        }
+      } else if (const size_t digits = HexFloatDigits(type, key); digits != 0) {
+        d = FirstHexDifference(value, actual[key], key, digits);
+      } else {
+        d = FirstDifference(value, actual[key], key);
+      }
+      if (!d.empty()) return d;
+      continue;
+    }
+    // Compare only the per-element output keys.
+    const json& got = actual[key];
+    if (!got.is_array() || got.size() != value.size()) {
+      return key + ": expected " + std::to_string(value.size()) + " elements, got " + Short(got);
+    }
+    for (size_t i = 0; i < value.size(); ++i) {
+      auto compare_element = [&](const json& e, const json& a, const std::string& path) -> std::string {
+        for (const std::string& k : n->keys) {
+          if (!e.contains(k)) continue;
+          if (!a.is_object() || !a.contains(k)) return path + "." + k + ": missing";
+          const std::string d = FirstDifference(e[k], a[k], path + "." + k);
+          if (!d.empty()) return d;
+        }
+        return "";
+      };
+      const std::string path = key + "[" + std::to_string(i) + "]";
+      if (n->two_levels) {
+        if (!got[i].is_array() || got[i].size() != value[i].size()) return path + ": wrong number of elements";
+        for (size_t j = 0; j < value[i].size(); ++j) {
+          const std::string d = compare_element(value[i][j], got[i][j], path + "[" + std::to_string(j) + "]");
+          if (!d.empty()) return d;
+        }
+      } else {
+        const std::string d = compare_element(value[i], got[i], path);
+        if (!d.empty()) return d;
+      }
+    }
+  }
+  return "";
+}
+
+
+}  // namespace engram::conform

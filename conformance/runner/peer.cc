@@ -1,0 +1,189 @@
+// spec/conformance.md §CONF.2 — the implementation under test.
+#include "conformance/runner/peer.h"
+
+#include <algorithm>
+
+#include "conformance/runner/compare.h"
+#include "reference/bad_inputs.h"
+#include "reference/error.h"
+
+namespace engram::conform {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+// An answer line as JSON: strictly (§ERR.5, no repeated key), an object.
+// Returns the problem, or "" with `out` set.
+std::string ParseAnswer(const std::string& line, json& out) {
+  try {
+    out = ParseOrderedJson(line, "the answer");
+  } catch (const Error& e) {
+    return std::string(e.what()) + "; the line: " + Short(json(line));
+  }
+  if (!out.is_object()) return "the answer is not a JSON object: " + Short(json(line));
+  return "";
+}
+
+std::string Joined(const std::set<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// A list of strings under `key`, each one of `allowed` (or "*").
+std::set<std::string> NameList(const json& hello, const std::string& key, const std::set<std::string>& allowed,
+                               const std::string& what) {
+  if (!hello.contains(key) || !hello[key].is_array()) {
+    throw Error("handshake failed: the answer to hello has no '" + key + "' list (it must name the " + what +
+                " the implementation claims): " + Short(hello));
+  }
+  std::set<std::string> out;
+  for (const json& v : hello[key]) {
+    if (!v.is_string()) throw Error("handshake failed: '" + key + "' holds " + Short(v) + ", not a name");
+    const std::string name = v.get<std::string>();
+    if (name != "*" && allowed.count(name) == 0) {
+      throw Error("handshake failed: the implementation claims " + what.substr(0, what.size() - 1) + " \"" + name +
+                  "\", which these vectors do not have (they have: " + Joined(allowed) + ")");
+    }
+    out.insert(name);
+  }
+  if (out.empty()) throw Error("handshake failed: the implementation claims no " + what + " ('" + key + "' is empty)");
+  return out;
+}
+
+}  // namespace
+
+Claims CheckHello(const json& hello, const std::set<std::string>& known_suites) {
+  // §CONF.2 item 1: an implementation that cannot serve says so in `error`
+  // (the plug-in host does for a library of another ABI version).
+  if (hello.contains("error")) {
+    throw Error("handshake failed: the implementation cannot run: " +
+                (hello["error"].is_string() ? hello["error"].get<std::string>() : Short(hello["error"])));
+  }
+  Claims c;
+  if (!hello.contains("name") || !hello["name"].is_string() || hello["name"].get<std::string>().empty()) {
+    throw Error("handshake failed: the answer to hello has no 'name' string: " + Short(hello));
+  }
+  c.name = hello["name"];
+  if (hello.contains("version")) {
+    if (!hello["version"].is_string()) throw Error("handshake failed: 'version' is " + Short(hello["version"]) + ", not a string");
+    c.version = hello["version"];
+  }
+  c.suites = NameList(hello, "suites", known_suites, "suites");
+  c.profiles = NameList(hello, "profiles", {"v4.1", "demo-v1"}, "profiles");
+  if (hello.contains("features") && !hello["features"].is_array()) {
+    throw Error("handshake failed: 'features' is " + Short(hello["features"]) + ", not a list");
+  }
+  return c;
+}
+
+const json& Peer::Hello() {
+  if (!process_) Start();
+  return hello_;
+}
+
+Peer::Reply Peer::Call(const json& request, std::chrono::milliseconds timeout) {
+  Reply r;
+  if (!process_) {
+    try {
+      Start();
+    } catch (const Error& e) {
+      // The previous child crashed or hung; its successor does not come up.
+      r.failure = "crashed";
+      r.detail = std::string("the implementation could not be restarted: ") + e.what();
+      r.answered = false;
+      r.counts_as_timeout = true;  // no child to answer: like a hang, it stops the suite
+      return r;
+    }
+  }
+  switch (process_->WriteLine(request.dump(), timeout)) {
+    case ChildProcess::WriteStatus::kOk:
+      break;
+    case ChildProcess::WriteStatus::kTimeout:
+      r.failure = "timeout";
+      r.detail = "the implementation did not read the request within " + std::to_string(timeout.count()) + " ms" + Tail();
+      r.answered = false;
+      r.counts_as_timeout = true;
+      process_.reset();
+      return r;
+    case ChildProcess::WriteStatus::kClosed:
+      r.failure = "crashed";
+      r.detail = "the implementation " + process_->ExitDescription() + Tail();
+      r.answered = false;
+      process_.reset();
+      return r;
+  }
+  std::string line;
+  switch (process_->ReadLine(line, timeout)) {
+    case ChildProcess::ReadStatus::kTimeout:
+      r.failure = "timeout";
+      r.detail = "no answer within " + std::to_string(timeout.count()) + " ms" + Tail();
+      r.answered = false;
+      r.counts_as_timeout = true;
+      process_.reset();
+      return r;
+    case ChildProcess::ReadStatus::kClosed:
+      r.failure = "crashed";
+      r.detail = "the implementation " + process_->ExitDescription() + Tail();
+      r.answered = false;
+      process_.reset();
+      return r;
+    case ChildProcess::ReadStatus::kLine:
+      break;
+  }
+  if (const std::string problem = ParseAnswer(line, r.body); !problem.empty()) {
+    r.failure = "garbage";
+    r.detail = problem;
+    r.body = json();
+    process_.reset();
+  }
+  return r;
+}
+
+void Peer::Bye() {
+  if (process_) {
+    process_->WriteLine(json{{"op", "bye"}}.dump(), std::chrono::milliseconds(2000));
+    std::string line;
+    process_->ReadLine(line, std::chrono::milliseconds(2000));
+    process_.reset();
+  }
+}
+
+std::string Peer::Tail() {
+  std::string t = process_ ? process_->StderrTail() : "";
+  return t.empty() ? "" : "; its stderr ends with: " + t;
+}
+
+void Peer::Start() {
+  process_ = std::make_unique<ChildProcess>(argv_);
+  const auto hello_timeout = std::max(timeout_, std::chrono::milliseconds(30000));
+  process_->WriteLine(json{{"op", "hello"}, {"protocol", 1}}.dump(), hello_timeout);
+  std::string line;
+  auto status = process_->ReadLine(line, hello_timeout);
+  if (status != ChildProcess::ReadStatus::kLine) {
+    std::string why = status == ChildProcess::ReadStatus::kTimeout ? "no answer to hello" : process_->ExitDescription();
+    std::string tail = process_->StderrTail();
+    process_.reset();
+    throw Error("handshake failed: " + why + (tail.empty() ? "" : "; stderr: " + tail));
+  }
+  json h;
+  if (const std::string problem = ParseAnswer(line, h); !problem.empty()) {
+    process_.reset();
+    throw Error("handshake failed: " + problem);
+  }
+  if (!h.contains("protocol") || !h["protocol"].is_number_integer() || h["protocol"] != 1) {
+    process_.reset();
+    throw Error("handshake failed: protocol " + (h.contains("protocol") ? h["protocol"].dump() : "missing") + " is not 1");
+  }
+  // A restarted child must be the implementation the run started with: the
+  // same handshake, claims included (an `error` now is a refusal too).
+  if (!hello_.is_null() && h != hello_) {
+    process_.reset();
+    throw Error("handshake failed: the restarted implementation answered hello differently: " + Short(h) +
+                " (first: " + Short(hello_) + ")");
+  }
+  hello_ = h;
+}
+
+}  // namespace engram::conform

@@ -1,0 +1,56 @@
+// spec/conformance.md §CONF.4 — a run's verdict and its reports: the summary
+// on stdout, --report-json, --junit.
+#ifndef ENGRAM_CONFORMANCE_RUNNER_REPORT_H_
+#define ENGRAM_CONFORMANCE_RUNNER_REPORT_H_
+
+#include <filesystem>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "conformance/runner/runner.h"
+
+namespace engram::conform {
+
+// Counts of one suite (or of the whole run, vector suites only).
+struct Counts {
+  int passed = 0, failed = 0, skipped = 0, expected_fail = 0, stale = 0;
+};
+
+// §CONF.4 The verdict: OK only when at least one valid test of the vector
+// suites passed (refusing invalid inputs alone tests nothing), no test and no
+// contract check failed, and no suite-level problem (a suite stopped after
+// consecutive timeouts, a requested or answered suite in which no valid test
+// passed) was found.
+struct Verdict {
+  Counts total;                                  // the vector suites (not the contract checks)
+  int tested = 0;                                // valid tests whose outputs matched (pass or stale)
+  std::map<std::string, Counts> suites;          // every suite, "contract" included
+  std::map<std::string, std::vector<std::string>> suite_problems;
+  std::vector<std::string> problems;             // run-level ("nothing was tested", ...)
+  // §CONF.4 catalogued divergences the failures match: suite -> lines.
+  std::map<std::string, std::vector<std::string>> diagnoses;
+  bool strict_stale = false;
+  bool Ok() const;
+  std::string Line() const;  // "conformance: OK: ..." or "conformance: FAILED: ..."
+};
+
+// Prints the per-suite summary (counts, the first failures with their
+// details, diagnoses, suite problems) and, last, the verdict line.
+void PrintSummary(const std::vector<TestResult>& results, const Verdict& verdict,
+                  const std::filesystem::path& expect_fail, std::ostream& out);
+
+// --report-json: the implementation's hello, the verdict and every result
+// (failures with what the implementation returned), as the file's text.
+std::string JsonReport(const nlohmann::ordered_json& hello, const std::vector<TestResult>& results, const Verdict& verdict);
+
+// --junit: one testsuite per vector suite, one testcase per tcId, and one
+// testcase "suite" per suite-level problem, as the file's text.
+std::string JunitReport(const std::vector<TestResult>& results, const Verdict& verdict);
+
+}  // namespace engram::conform
+
+#endif  // ENGRAM_CONFORMANCE_RUNNER_REPORT_H_

@@ -1,0 +1,68 @@
+// Known porting bugs of the fusion suites, implemented on purpose (ENGRAM.md
+// §8, spec/fusion.md, the divergence catalogue of spec/vectors.md §VEC.12).
+//
+// Each mutant is the reference (reference/fusion.h) with one bug. The
+// generator runs it on every fusion test and sets the mutant's flag iff the
+// outputs it returns fail the test under the runner's comparison (§CONF.1,
+// §FUS.9); conformance/examples/numpy_adapter.py --bug NAME plants the same
+// bug, written independently, and conform_tests (PlantedBug) checks that it
+// fails exactly the flagged tests.
+#ifndef ENGRAM_VECTORS_MUTANTS_FUSION_H_
+#define ENGRAM_VECTORS_MUTANTS_FUSION_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "reference/fusion.h"
+
+namespace engram::vectors {
+
+enum class FusionMutant {
+  kSignGate,       // v4.1 gate with torch.sign() instead of copysign: 0.5 at dot = +-0 (Mutant::kSignGate)
+  kWhereNegative,  // v4.1 gate sigmoid(where(dot < 0, -root, root)): -0 taken as +0
+  kPlusEps,        // both gates: sqrt(|dot| + 1e-6) instead of sqrt(max(|dot|, 1e-6))
+  kSkipMasked,     // v4.1: masked positions skipped, out = x (0 * inf / NaN in v never reaches out)
+  kWkvBlock128,    // fp8 wkv: weight scale [n / 128][k / 128] of the V4.1 scale tensor instead of [n / 32][k / 32]
+  kDemoCopysign,   // demo gate with copysign instead of torch.sign(): sigmoid(+-0.001) at g = +-0
+  kGateNormEps,    // demo gate's key/query RMSNorms with eps 1e-5 instead of torch's default 2^-23
+  kTapOrder,       // ShortConv taps time-reversed: tap j reads step t - j * dilation
+  kConvNormEps,    // ShortConv's RMSNorm with torch's default eps 2^-23 instead of 1e-5
+};
+
+// Every fusion mutant, in the order their flags are appended to a test.
+const std::vector<FusionMutant>& AllFusionMutants();
+// The note flag ("SignedZeroCopysign", "WhereNegativeGate", "PlusEpsClamp",
+// "MaskedNonFinite", "Fp8Blocks32", "SignZeroHalf", "RmsNormEps", "TapOrder",
+// "ConvNormEps").
+std::string FusionMutantFlag(FusionMutant m);
+// The planted bug of numpy_adapter.py (--bug NAME).
+std::string FusionMutantBug(FusionMutant m);
+
+// §FUS.4 / §FUS.6 The gate function of `demo` (GD) or v4.1 (G41) as the mutant
+// computes it (the reference's where the mutant does not touch it).
+GateParts MutantGate(FusionMutant m, bool demo, double dot, Precision p);
+
+// §FUS.3 One v4.1 stream as the mutant computes it (FuseV41Stream's inputs).
+V41StreamTrace MutantV41Stream(FusionMutant m, std::span<const uint16_t> h, std::span<const uint16_t> key,
+                               std::span<const uint16_t> value, std::span<const uint16_t> q_weight,
+                               std::span<const uint16_t> k_weight, double eps, bool masked, Precision p);
+
+// §FUS.2.2 The fp8 GEMM as the mutant computes it (Fp8Linear's inputs).
+std::vector<double> MutantFp8Linear(FusionMutant m, const QuantizedActivation& a, std::span<const uint8_t> w_codes,
+                                    std::span<const uint8_t> w_scales, size_t out, size_t in, Precision p);
+
+// §FUS.6 One token of the demo gate as the mutant computes it (DemoGateToken's inputs).
+DemoTokenTrace MutantDemoGateToken(FusionMutant m, std::span<const double> e, std::span<const double> hidden,
+                                   const DemoParams& params, Precision p);
+// §FUS.7 ShortConv as the mutant computes it (ShortConv's inputs).
+ShortConvTrace MutantShortConv(FusionMutant m, std::span<const double> value, size_t steps, const DemoParams& params,
+                               Precision p);
+// §FUS.7 The demo layer as the mutant computes it (DemoForward's inputs).
+DemoForwardTrace MutantDemoForward(FusionMutant m, std::span<const double> e, std::span<const double> hidden,
+                                   size_t steps, const DemoParams& params, Precision p);
+
+}  // namespace engram::vectors
+
+#endif  // ENGRAM_VECTORS_MUTANTS_FUSION_H_

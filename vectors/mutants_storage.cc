@@ -1,0 +1,186 @@
+#include "vectors/mutants_storage.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "reference/error.h"
+#include "vectors/mutants.h"
+
+namespace engram::vectors {
+
+namespace {
+
+// A float32 subnormal as FTZ/DAZ hardware sees it: a zero of the same sign.
+float Flush(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x; }
+
+// §STO.3 with FTZ + DAZ on the one float32 multiplication: both operands and
+// the product are flushed; the conversions around it are bit operations (as
+// torch's float8 -> float32 and float32 -> bf16 are) and flush nothing. E4M3
+// values are never float32 subnormals (|v| >= 2^-9), so only the scale 2^-127
+// (DAZ) and products below 2^-126 (FTZ) change.
+uint16_t FtzDecodeElement(uint8_t code, uint8_t scale) {
+  const float product = Flush(Flush(DecodeE4M3(code)) * Flush(static_cast<float>(DecodeE8M0(scale))));
+  return FloatToBf16(product);
+}
+
+void CheckRowIds(const RowSource& table, std::span<const int64_t> row_ids) {
+  for (size_t i = 0; i < row_ids.size(); ++i) {
+    if (row_ids[i] < 0 || row_ids[i] >= table.rows()) {
+      throw Error(table.name() + ": row id " + std::to_string(row_ids[i]) + " (index " + std::to_string(i) +
+                  ") is outside [0, " + std::to_string(table.rows()) + ")");
+    }
+  }
+}
+
+}  // namespace
+
+const std::vector<DecodeBug>& AllDecodeBugs() {
+  static const std::vector<DecodeBug> all = {DecodeBug::kBlock128, DecodeBug::kE8M0BitShift, DecodeBug::kFlushToZero};
+  return all;
+}
+
+std::string DecodeBugFlag(DecodeBug bug) {
+  switch (bug) {
+    case DecodeBug::kE8M0BitShift: return MutantFlag(Mutant::kE8M0BitShift);
+    case DecodeBug::kFlushToZero: return "FlushToZero";
+    case DecodeBug::kBlock128: return "Block128";
+  }
+  return "";
+}
+
+void AddDecodeBugNote(SuiteBuilder& b, DecodeBug bug) {
+  switch (bug) {
+    case DecodeBug::kE8M0BitShift:
+      AddMutantNotes(b, {Mutant::kE8M0BitShift});
+      break;
+    case DecodeBug::kFlushToZero:
+      b.Divergence("FlushToZero",
+                   "Changes under the known bug of a row decode whose float32 multiplication flushes subnormals "
+                   "(FTZ + DAZ: x86 with torch.set_flush_denormal(True), a CUDA kernel built with ftz / "
+                   "--use_fast_math): the scale 0x00 (2^-127) enters the product as +0 and products below 2^-126 "
+                   "become a zero of the code's sign. The scale's own float32 bits are unchanged (a bit-level "
+                   "conversion).",
+                   "§STO.3", "flush-to-zero");
+      break;
+    case DecodeBug::kBlock128:
+      b.Divergence("Block128",
+                   "Changes under the known bug of applying V4's 128-wide scale blocks to V4.1's 32-wide ones: "
+                   "element j of a row is decoded with the row's scale j / 128 instead of j / 32.",
+                   "§STO.3", "block128");
+      break;
+  }
+}
+
+void NoteDecodeBug(SuiteBuilder& b, DecodeBug bug) {
+  if (!b.HasNote(DecodeBugFlag(bug))) AddDecodeBugNote(b, bug);
+}
+
+std::vector<uint16_t> DecodeRowWith(DecodeBug bug, const RowBytes& row) {
+  if (row.codes.size() != row.scales.size() * static_cast<size_t>(kScaleBlock)) {
+    throw Error("mutant row: one scale per 32 codes expected");
+  }
+  std::vector<uint16_t> out(row.codes.size());
+  switch (bug) {
+    case DecodeBug::kE8M0BitShift:
+      return MutantDecodeRow(Mutant::kE8M0BitShift, row.codes, row.scales);
+    case DecodeBug::kFlushToZero:
+      for (size_t j = 0; j < out.size(); ++j) out[j] = FtzDecodeElement(row.codes[j], row.scales[j / kScaleBlock]);
+      return out;
+    case DecodeBug::kBlock128:
+      // j / 128 < ceil(d / 128) <= d / 32 for every d that is a multiple of 32.
+      for (size_t j = 0; j < out.size(); ++j) out[j] = DecodeElement(row.codes[j], row.scales[j / 128]);
+      return out;
+  }
+  return out;
+}
+
+std::vector<uint16_t> LookupRowsWith(DecodeBug bug, const RowSource& table, std::span<const int64_t> row_ids) {
+  CheckRowIds(table, row_ids);
+  std::vector<uint16_t> out;
+  out.reserve(row_ids.size() * static_cast<size_t>(table.head_dim()));
+  for (int64_t id : row_ids) {
+    const std::vector<uint16_t> row = DecodeRowWith(bug, table.Row(id));
+    out.insert(out.end(), row.begin(), row.end());
+  }
+  return out;
+}
+
+bool Bf16Differ(std::span<const uint16_t> a, std::span<const uint16_t> b) {
+  if (a.size() != b.size()) return true;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!Bf16Match(a[i], b[i])) return true;
+  }
+  return false;
+}
+
+std::string ShardBugFlag(ShardBug bug) {
+  switch (bug) {
+    case ShardBug::kKeepNegZero: return "NegZeroAllReduce";
+    case ShardBug::kLocalAsGlobal: return "TpLocalAsGlobal";
+  }
+  return "";
+}
+
+void AddShardBugNote(SuiteBuilder& b, ShardBug bug) {
+  switch (bug) {
+    case ShardBug::kKeepNegZero:
+      b.Divergence("NegZeroAllReduce",
+                   "Changes under the known bug of a masked all_reduce that keeps -0 (world >= 2): each element is the "
+                   "owner rank's bits, as if the other ranks' +0 were not added (IEEE -0 + +0 = +0), so the -0 "
+                   "elements of a row stay -0 instead of becoming +0.",
+                   "§STO.7", "keep-neg-zero");
+      break;
+    case ShardBug::kLocalAsGlobal:
+      b.Divergence("TpLocalAsGlobal",
+                   "Changes under the known bug of a rank that reads its local row id (id - begin of its shard) as a "
+                   "global row of the table: an id owned by a rank >= 1 reads another row.",
+                   "§STO.7", "local-as-global");
+      break;
+  }
+}
+
+std::vector<uint16_t> RowShardLookupWith(std::optional<ShardBug> bug, std::optional<DecodeBug> decode,
+                                         const RowSource& table, std::span<const int64_t> row_ids, int world) {
+  CheckRowIds(table, row_ids);
+  const size_t d = static_cast<size_t>(table.head_dim());
+  auto decode_row = [&](int64_t row) { return decode ? DecodeRowWith(*decode, table.Row(row)) : DecodeRow(table.Row(row)); };
+  std::vector<std::vector<uint16_t>> parts;
+  for (int rank = 0; rank < world; ++rank) {
+    const Shard s = RowShard(table.rows(), rank, world);
+    std::vector<uint16_t> part(row_ids.size() * d, 0);  // masked: +0
+    for (size_t i = 0; i < row_ids.size(); ++i) {
+      const int64_t id = row_ids[i];
+      if (id < s.begin || id >= s.end) continue;
+      const int64_t read = bug == ShardBug::kLocalAsGlobal ? id - s.begin : id;
+      const std::vector<uint16_t> row = decode_row(read);
+      std::copy(row.begin(), row.end(), part.begin() + static_cast<std::ptrdiff_t>(i * d));
+    }
+    parts.push_back(std::move(part));
+  }
+  if (bug != ShardBug::kKeepNegZero) return ReduceShards(parts);
+  std::vector<uint16_t> out(row_ids.size() * d);
+  for (size_t i = 0; i < row_ids.size(); ++i) {
+    const std::vector<uint16_t>& owner = parts[static_cast<size_t>(OwnerRank(table.rows(), world, row_ids[i]))];
+    std::copy(owner.begin() + static_cast<std::ptrdiff_t>(i * d), owner.begin() + static_cast<std::ptrdiff_t>((i + 1) * d),
+              out.begin() + static_cast<std::ptrdiff_t>(i * d));
+  }
+  return out;
+}
+
+std::vector<uint16_t> HeadShardLookupWith(std::optional<DecodeBug> decode, const RowSource& table,
+                                          std::span<const int64_t> row_ids, int columns, int world) {
+  if (row_ids.size() % static_cast<size_t>(columns) != 0) throw Error("head sharding: not a whole number of positions");
+  const size_t positions = row_ids.size() / static_cast<size_t>(columns);
+  std::vector<std::vector<uint16_t>> parts;
+  for (int rank = 0; rank < world; ++rank) {
+    const HeadRange hr = HeadShard(columns, rank, world);
+    std::vector<int64_t> mine;
+    for (size_t p = 0; p < positions; ++p) {
+      for (int c = hr.begin; c < hr.end; ++c) mine.push_back(row_ids[p * static_cast<size_t>(columns) + static_cast<size_t>(c)]);
+    }
+    parts.push_back(decode ? LookupRowsWith(*decode, table, mine) : LookupRows(table, mine));
+  }
+  return GatherHeads(parts, static_cast<int64_t>(positions), columns, world, table.head_dim());
+}
+
+}  // namespace engram::vectors
