@@ -46,19 +46,19 @@ int64_t DivisionFreeMod::FloorMod(int64_t x) const {
   return static_cast<int64_t>(p - 1 - Mod(~static_cast<uint64_t>(x)));
 }
 
-std::vector<int64_t> CompressIds(const Layout& layout, const TokenMap& token_map,
-                                 std::span<const int64_t> raw_ids, std::span<const uint8_t> mask) {
+std::vector<int64_t> CompressIds(Profile profile, const TokenMap& token_map, std::span<const int64_t> raw_ids,
+                                 std::span<const uint8_t> mask) {
   if (!mask.empty() && mask.size() != raw_ids.size()) {
     throw Error("mask has " + std::to_string(mask.size()) + " entries but there are " +
                 std::to_string(raw_ids.size()) + " ids");
   }
-  if (!mask.empty() && layout.profile == Profile::kDemoV1) {
+  if (!mask.empty() && profile == Profile::kDemoV1) {
     throw Error("mask: demo-v1 has no masking (only v4.1 marks positions DEAD)");
   }
   std::vector<int64_t> out(raw_ids.size());
   for (size_t t = 0; t < raw_ids.size(); ++t) {
     int64_t raw = raw_ids[t];
-    if (layout.profile == Profile::kV41) {
+    if (profile == Profile::kV41) {
       // §HASH.1 v4.1 masks positions (image spans, padding) as DEAD; there
       // are no negative token ids to hash. Raw -1 is this spec's spelling of
       // a masked position.

@@ -33,9 +33,13 @@ inline constexpr int64_t kDead = -1;
 ///        (image spans). Other negative ids are refused.
 ///  demo-v1: negative ids are copied through unchanged (and hashed as they are).
 /// Ids >= token_map.tokens() are refused. Errors name the position and value.
-std::vector<int64_t> CompressIds(const Layout& layout, const TokenMap& token_map,
-                                 std::span<const int64_t> raw_ids,
+std::vector<int64_t> CompressIds(Profile profile, const TokenMap& token_map, std::span<const int64_t> raw_ids,
                                  std::span<const uint8_t> mask = {});
+/// The same with the layout's profile.
+inline std::vector<int64_t> CompressIds(const Layout& layout, const TokenMap& token_map,
+                                        std::span<const int64_t> raw_ids, std::span<const uint8_t> mask = {}) {
+  return CompressIds(layout.profile, token_map, raw_ids, mask);
+}
 
 /// §HASH.1 Checks ids that are already compressed: v4.1 ids must be in [0, V)
 /// or DEAD; demo-v1 ids must be < V (negatives allowed). Throws engram::Error.

@@ -66,22 +66,45 @@ TokenMap ParseTokenMap(const nlohmann::json& doc, std::string_view source) {
     if (v > std::numeric_limits<int32_t>::max()) {
       throw Error(std::string(source) + ": key 'map': entry " + std::to_string(i) + " must be < 2^31, got " + e.dump());
     }
-    // §TOK.5 A map is first-seen (§TOK.4): raw ids in order meet the
-    // compressed ids 0, 1, 2, ... in order, each new one the next. A map that
-    // skips or reorders ids cannot come from §TOK.4 and hashes differently.
-    if (v > max_entry + 1) {
-      throw Error(std::string(source) + ": key 'map': entry " + std::to_string(i) + " is " + std::to_string(v) +
-                  " but the ids seen so far end at " + std::to_string(max_entry) + ": compressed id " +
-                  std::to_string(max_entry + 1) + " must come first (maps are dense and first-seen, §TOK.5)");
+    // §TOK.4 A built map is first-seen: raw ids in order meet the compressed
+    // ids 0, 1, 2, ... in order, each new one the next. Any function into
+    // [0, V) hashes (§TOK.5), so another map is accepted, but it is not one a
+    // tokenizer builds, and the first place it departs is recorded.
+    if (v > max_entry + 1 && tm.not_built.empty()) {
+      tm.not_built = "entry " + std::to_string(i) + " is " + std::to_string(v) + " where a built map would give " +
+                     std::to_string(max_entry + 1) + " (the next unused id) or an id already seen";
     }
     max_entry = std::max(max_entry, v);
     tm.map.push_back(v);
   }
-  // §TOK.5 V is max entry + 1; a declared size must agree.
-  tm.compressed_size = max_entry + 1;
-  if (declared && *declared != tm.compressed_size) {
+  // §TOK.5 V is the declared size, else the largest entry + 1; every entry
+  // must be below it (the map is a function into [0, V)).
+  tm.compressed_size = declared ? *declared : max_entry + 1;
+  if (declared && *declared <= max_entry) {
     throw Error(std::string(source) + ": key 'compressed_size': is " + std::to_string(*declared) +
-                " but the map's ids are 0 .. " + std::to_string(max_entry) + " (" + std::to_string(tm.compressed_size) + " ids)");
+                " but the map holds compressed id " + std::to_string(max_entry) + " (every id must be below V)");
+  }
+  // §TOK.5 A map that says it was built from a tokenizer (`engram token-map`
+  // writes "sha256" and "tokens") is held to it: its digest, its length and
+  // first-seen ids.
+  if (doc.is_object() && doc.contains("sha256")) {
+    const std::string digest = TokenMapDigest(tm);
+    if (!doc["sha256"].is_string() || doc["sha256"].get<std::string>() != digest) {
+      throw Error(std::string(source) + ": key 'sha256': is " + doc["sha256"].dump() + " but the map's digest (§TOK.6) is " +
+                  digest + ": the map was edited after it was built");
+    }
+    if (!tm.not_built.empty()) {
+      throw Error(std::string(source) + ": key 'map': a tokenizer-built map (it carries 'sha256') must be first-seen (§TOK.4), but " +
+                  tm.not_built);
+    }
+  }
+  if (doc.is_object() && doc.contains("tokens") && doc["tokens"] != static_cast<int64_t>(tm.map.size())) {
+    throw Error(std::string(source) + ": key 'tokens': is " + doc["tokens"].dump() + " but the map has " +
+                std::to_string(tm.map.size()) + " entries");
+  }
+  if (tm.not_built.empty() && max_entry + 1 != tm.compressed_size) {
+    tm.not_built = "compressed ids " + std::to_string(max_entry + 1) + " .. " + std::to_string(tm.compressed_size - 1) +
+                   " of V = " + std::to_string(tm.compressed_size) + " are never used";
   }
   return tm;
 }

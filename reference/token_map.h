@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,10 @@ struct TokenMap {
   std::vector<int64_t> map;        ///< map[raw id] = compressed id, each in [0, compressed_size)
   int64_t compressed_size = 0;     ///< V: number of distinct compressed ids
   std::string source;              ///< for error messages
+  /// §TOK.5 Empty for a map §TOK.4 could have built (dense, first-seen ids);
+  /// else where this one departs ("entry 4 is 3 where ..."): such a map still
+  /// hashes, but was not built from a tokenizer.
+  std::string not_built;
 
   /// §TOK.5 T: the number of raw ids the map covers (the tokenizer's length).
   int64_t tokens() const { return static_cast<int64_t>(map.size()); }
@@ -31,8 +36,11 @@ struct TokenMap {
 };
 
 /// §TOK.5 A token-map file is a JSON array of ints, or an object with a "map"
-/// array (and optionally "compressed_size"). Every entry must be >= 0; V is
-/// "compressed_size" when given (every entry must then be < V), else max entry + 1.
+/// array (and optionally "compressed_size"): any function from raw ids into
+/// [0, V). Every entry must be in [0, 2^31); V is "compressed_size" when given
+/// (every entry must then be < V), else max entry + 1. A map that carries
+/// "sha256" (written by `engram token-map`) must match it and be first-seen.
+/// TokenMap::not_built says whether the map could have been built by §TOK.4.
 TokenMap ParseTokenMap(const nlohmann::json& doc, std::string_view source);
 /// §TOK.5 Reads and parses a token-map file; errors name the path (and the index and value).
 TokenMap LoadTokenMapFile(const std::filesystem::path& path);
@@ -115,6 +123,7 @@ struct EngramConfig;
 /// not engram_compressed_vocab_size; the raw pad id must be a token id.
 /// Returns the compressed pad map[pad_id].
 int64_t CheckTokenMapForConfig(const TokenMap& token_map, const EngramConfig& config);
+
 
 }  // namespace engram
 

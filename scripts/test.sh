@@ -51,6 +51,9 @@ cmake --build --preset release --target docs
 "$py" scripts/check_links.py
 "$py" scripts/spec_index.py --check  # spec/README.md rule index is current
 "$py" scripts/bad_inputs_table.py --check  # spec/bad_inputs.md catalogue table is current
+"$py" scripts/porting_doc.py --check  # docs/porting.md and spec §CONF.6 match the vectors and schemas
+# ... and the requests and passing answers they document are the real runner's: every test passes
+"$engram" conform --vectors vectors --exec "$py scripts/porting_doc.py --replay" | tail -n 1
 
 echo "== CUDA: engram::cuda built (sm_90 + PTX for sm_80+), its kernel code run by the host launcher against the reference"
 if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null 2>&1; then

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 
+#include "reference/config.h"
 #include "reference/error.h"
 #include "reference/hash.h"
 #include "reference/random.h"
@@ -181,6 +182,84 @@ std::vector<int64_t> MutantTokenMap(Mutant m, const Tokenizer& tokenizer) {
     map.push_back(seen.try_emplace(key, static_cast<int64_t>(seen.size())).first->second);
   }
   return map;
+}
+
+// ---------------------------------------------------------------------------
+// Policies of real ports (spec/vectors.md §VEC.12).
+
+std::string ConfigGapFlag(ConfigGap gap) {
+  return gap == ConfigGap::kDuplicateLayerIds ? "UpstreamDuplicateLayerIds" : "UpstreamZeroHeads";
+}
+
+std::string ConfigGapBug(ConfigGap gap) {
+  return gap == ConfigGap::kDuplicateLayerIds ? "upstream-duplicate-layers" : "upstream-zero-heads";
+}
+
+bool GapAccepts(ConfigGap gap, const nlohmann::json& config, const std::string& profile, int64_t v, int64_t pad) {
+  if (profile != "demo-v1" || !config.is_object()) return false;
+  nlohmann::json repaired = config;
+  if (gap == ConfigGap::kDuplicateLayerIds) {
+    if (!config.contains("layer_ids") || !config["layer_ids"].is_array()) return false;
+    nlohmann::json unique = nlohmann::json::array();
+    for (const nlohmann::json& id : config["layer_ids"]) {
+      if (std::find(unique.begin(), unique.end(), id) == unique.end()) unique.push_back(id);
+    }
+    if (unique.size() == config["layer_ids"].size()) return false;  // no duplicate: the gap changes nothing
+    repaired["layer_ids"] = unique;
+  } else {
+    if (!config.contains("n_head_per_ngram") || config["n_head_per_ngram"] != 0) return false;
+    repaired["n_head_per_ngram"] = 1;
+  }
+  try {
+    BuildLayout(ParseConfig(repaired, "config", Profile::kDemoV1), v, pad);
+    return true;
+  } catch (const Error&) {
+    return false;  // refused for another reason as well
+  }
+}
+
+std::vector<StepOutcome> RollbackDeadSteps(const Layout& layout, const nlohmann::ordered_json& steps) {
+  // Each sequence as the ids the fork sees: the real ids, with DEAD where a
+  // rollback left a slot it no longer knows.
+  std::map<std::string, std::vector<int64_t>> seqs;
+  const size_t w = static_cast<size_t>(layout.max_ngram - 1);
+  auto history = [&](const std::vector<int64_t>& seq) {
+    const size_t n = std::min(seq.size(), w);
+    return std::vector<int64_t>(seq.end() - static_cast<std::ptrdiff_t>(n), seq.end());
+  };
+  std::vector<StepOutcome> out;
+  for (const nlohmann::ordered_json& step : steps) {
+    const std::string op = step.at("op");
+    StepOutcome o;
+    if (op == "append") {
+      std::vector<int64_t>& seq = seqs[step.at("seq").get<std::string>()];
+      const std::vector<int64_t> ids = step.at("ids").get<std::vector<int64_t>>();
+      const size_t before = seq.size();
+      seq.insert(seq.end(), ids.begin(), ids.end());
+      const std::vector<int64_t> all = HashSequence(layout, seq);
+      const size_t per_id = layout.layers.size() * static_cast<size_t>(layout.columns());
+      o.rows.assign(all.begin() + static_cast<std::ptrdiff_t>(before * per_id), all.end());
+      o.position_after = static_cast<int64_t>(seq.size());
+      o.history = history(seq);
+    } else if (op == "rollback") {
+      std::vector<int64_t>& seq = seqs[step.at("seq").get<std::string>()];
+      const size_t k = step.at("k").get<size_t>();
+      const size_t p = seq.size();
+      if (k > p) throw Error("mutant rollback: k > position");
+      // The fork's ring held positions [p - w, p); the new window is
+      // [p - k - w, p - k): the part below p - w is gone, read back as DEAD.
+      seq.resize(p - k);
+      const size_t gone_to = std::min(seq.size(), p >= w ? p - w : 0);
+      const size_t from = seq.size() >= w ? seq.size() - w : 0;
+      for (size_t q = from; q < gone_to; ++q) seq[q] = kDead;
+      o.position_after = static_cast<int64_t>(seq.size());
+      o.history = history(seq);
+    } else if (op == "fork") {
+      seqs[step.at("to").get<std::string>()] = seqs[step.at("from").get<std::string>()];
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
 }
 
 }  // namespace engram::vectors

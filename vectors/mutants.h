@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "reference/fusion.h"
 #include "reference/layout.h"
 #include "reference/token_map.h"
@@ -74,6 +76,38 @@ V41StreamTrace MutantFuseV41Stream(Mutant m, const V41StreamTrace& ref, std::spa
 std::vector<int64_t> MutantTokenMap(Mutant m, const Tokenizer& tokenizer);
 // transformers' clean_up_tokenization (clean_up_tokenization_spaces=True).
 std::string CleanUpTokenizationSpaces(std::string text);
+
+// ---------------------------------------------------------------------------
+// §VEC.12 Policies of real ports that differ from the spec's (spec/vectors.md).
+
+// Validation gaps of the upstream demo (engram_demo_v1.py): demo-v1
+// configurations it accepts that §CFG.4 refuses.
+enum class ConfigGap {
+  kDuplicateLayerIds,  // layer_ids [1, 1]: upstream silently overwrites the layer
+  kZeroHeads,          // n_head_per_ngram 0: upstream gives every order an empty list of primes
+};
+inline constexpr ConfigGap kConfigGaps[] = {ConfigGap::kDuplicateLayerIds, ConfigGap::kZeroHeads};
+// "UpstreamDuplicateLayerIds", "UpstreamZeroHeads".
+std::string ConfigGapFlag(ConfigGap gap);
+// The numpy adapter's bug that plants the gap: "upstream-duplicate-layers", "upstream-zero-heads".
+std::string ConfigGapBug(ConfigGap gap);
+// Whether a port with the gap accepts `config` (read as `profile`, for V and
+// pad) where the reference refuses it: the configuration breaks the rule the
+// gap skips, and the reference accepts it once that rule is met (duplicates
+// dropped / one head per order). demo-v1 only.
+bool GapAccepts(ConfigGap gap, const nlohmann::json& config, const std::string& profile, int64_t v, int64_t pad);
+
+// A fork's rollback (a llama.cpp port, v4.1): the state keeps only the last
+// max_ngram - 1 ids, so after a rollback of k the positions whose slots the
+// removed ids had overwritten read back as DEAD, whatever rollbackCapacity
+// says. Returns each append's rows and each step's history as such a port
+// reports them, for the HashStateTest `steps` (ops append / rollback / fork).
+struct StepOutcome {
+  std::vector<int64_t> rows;     // append: [ids][layers][cols] flattened; else empty
+  int64_t position_after = -1;   // append / rollback
+  std::vector<int64_t> history;  // append / rollback: the last min(position, max - 1) ids
+};
+std::vector<StepOutcome> RollbackDeadSteps(const Layout& layout, const nlohmann::ordered_json& steps);
 
 }  // namespace engram::vectors
 

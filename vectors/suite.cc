@@ -205,6 +205,15 @@ void AddMutantNotes(SuiteBuilder& b, const std::vector<Mutant>& mutants) {
   }
 }
 
+void AddRollbackDeadNote(SuiteBuilder& b) {
+  b.Divergence(kRollbackDeadFlag,
+               "Changes under the rollback of a port that keeps only the last max_ngram - 1 ids (a llama.cpp fork, "
+               "v4.1): after a rollback of k, the positions whose slots the removed ids overwrote read back as "
+               "DEAD in its history and in the next windows, whatever rollbackCapacity says; the spec restores "
+               "them (§HASH.6).",
+               "§HASH.6", "rollback-dead");
+}
+
 std::vector<std::string> WithMutantFlags(std::vector<std::string> flags, const std::vector<Mutant>& mutants,
                                          const std::function<bool(Mutant)>& changed) {
   for (Mutant m : mutants) {

@@ -124,6 +124,10 @@ SuiteDef EngramForwardSuite();
 // The registry, in generation order.
 const std::vector<SuiteDef>& AllSuites();
 
+// §VEC.12 The policy of a fork's rollback (mutants.h RollbackDeadSteps).
+inline constexpr const char* kRollbackDeadFlag = "RollbackReadsDead";
+void AddRollbackDeadNote(SuiteBuilder& b);
+
 // §CONF.4 Adds the KNOWN_DIVERGENCE notes of `mutants` to a suite.
 void AddMutantNotes(SuiteBuilder& b, const std::vector<Mutant>& mutants);
 // The flags of the mutants under which `changed(mutant)` is true, appended to `flags`.

@@ -50,6 +50,29 @@ bool StepsChange(const Layout& layout, const Layout& mutant_layout, Mutant m, co
   return false;
 }
 
+// §VEC.12 Whether a port whose rollback forgets the slots the removed ids
+// overwrote (mutants.h RollbackDeadSteps) fails a HashStateTest whose
+// expected `steps` are given: any append's rows or any positionAfter /
+// historyAfter differ (the runner compares all three).
+bool RollbackDeadFails(const Layout& layout, const ojson& steps) {
+  const std::vector<StepOutcome> got = RollbackDeadSteps(layout, steps);
+  for (size_t i = 0; i < got.size(); ++i) {
+    const ojson& step = steps[i];
+    if (step.contains("rows")) {
+      std::vector<int64_t> want;
+      for (const auto& pos : step["rows"]) {
+        for (const auto& layer : pos) {
+          for (const auto& r : layer) want.push_back(r.get<int64_t>());
+        }
+      }
+      if (want != got[i].rows) return true;
+    }
+    if (step.contains("positionAfter") && step["positionAfter"] != got[i].position_after) return true;
+    if (step.contains("historyAfter") && step["historyAfter"].get<std::vector<int64_t>>() != got[i].history) return true;
+  }
+  return false;
+}
+
 Layout LayoutOf(const HashGroup& hg) {
   EngramConfig cfg = ParseConfig(nlohmann::json::parse(hg.config.dump()), "config", ParseProfile(hg.profile));
   return BuildLayout(cfg, hg.v, hg.pad);
@@ -245,6 +268,11 @@ ojson GenerateHash(bool v41) {
       fields["result"] = "valid";
       fields["steps"] = RunSteps(layout, steps);
       flags = WithMutantFlags(flags, mutants, [&](Mutant m) { return StepsChange(layout, mutant_layouts.at(m), m, steps); });
+      // §VEC.12 a fork's rollback (v4.1): slots the removed ids overwrote read back as DEAD.
+      if (v41 && RollbackDeadFails(layout, fields["steps"])) {
+        if (!b.HasNote(kRollbackDeadFlag)) AddRollbackDeadNote(b);
+        flags.push_back(kRollbackDeadFlag);
+      }
       b.Test(sg, comment, flags, {"§HASH.5", "§HASH.6"}, fields);
     };
     auto append = [](const std::string& seq, const std::vector<int64_t>& ids) {

@@ -13,6 +13,20 @@
 namespace engram::vectors {
 namespace {
 
+void AddConfigGapNote(SuiteBuilder& b, ConfigGap gap) {
+  if (gap == ConfigGap::kDuplicateLayerIds) {
+    b.Divergence(ConfigGapFlag(gap),
+                 "A validation gap of the upstream demo (engram_demo_v1.py), not a behaviour to copy: it accepts "
+                 "duplicate layer_ids and silently overwrites the layer, where §CFG.4 refuses them.",
+                 "§CFG.4", ConfigGapBug(gap));
+  } else {
+    b.Divergence(ConfigGapFlag(gap),
+                 "A validation gap of the upstream demo (engram_demo_v1.py), not a behaviour to copy: it accepts "
+                 "n_head_per_ngram 0 and gives every order an empty list of primes, where §CFG.4 refuses it.",
+                 "§CFG.4", ConfigGapBug(gap));
+  }
+}
+
 ojson GenerateLayout() {
   SuiteBuilder b("layout", "layout.schema.json", "ENGRAM-LAYOUT");
   b.Header("Per-layer hash parameters from a configuration: multipliers, primes per (order, head), ");
@@ -46,6 +60,12 @@ ojson GenerateLayout() {
     } catch (const Error& e) {
       fields["result"] = "invalid";
       fields["error"] = e.what();
+      // §VEC.12 the upstream demo's validation gaps: a port that copies one accepts this input.
+      for (ConfigGap gap : kConfigGaps) {
+        if (!GapAccepts(gap, nlohmann::json::parse(config.dump()), profile, v, pad)) continue;
+        if (!b.HasNote(ConfigGapFlag(gap))) AddConfigGapNote(b, gap);
+        flags.push_back(ConfigGapFlag(gap));
+      }
     }
     b.Test(g, comment, flags, {"§CFG.4", "§LAY.2", "§LAY.3", "§LAY.4"}, fields);
   };

@@ -15,6 +15,7 @@
 
 #include "reference/config.h"
 #include "reference/error.h"
+#include "reference/hash.h"
 #include "reference/token_map.h"
 #include "vectors/suite.h"
 
@@ -219,6 +220,9 @@ void AddVariantFlags(std::vector<std::string>& flags, const std::string& text, c
     if (differs) flags.push_back(flag);
   }
 }
+
+// §HASH.1 raw ids through the map (defined below).
+void AddLookupGroups(SuiteBuilder& b, const std::string& text, const std::string& about);
 
 ojson GenerateTokenMap() {
   SuiteBuilder b("token_map", "token_map.schema.json", "ENGRAM-TOKEN-MAP");
@@ -469,7 +473,129 @@ ojson GenerateTokenMap() {
     if (fields["result"] != "invalid") throw Error("generator: the reference accepts the bad tokenizer: " + x.comment);
     b.Test(g, x.comment, {x.flag}, {"§TOK.1"}, fields);
   }
+  // §HASH.1 raw ids (added after the groups above, so that their tcIds stay as they were).
+  b.Note("RawIdsToCompressed", "BASIC", "Raw tokenizer ids through the map (§TOK.4): the ids the hash takes.", "§HASH.1");
+  b.Note("MaskToDead", "BASIC",
+         "v4.1: a raw -1, and a position whose mask entry is false, become DEAD (-1); the mask applies after the lookup.",
+         "§HASH.1");
+  b.Note("NegativeRawIdPassThrough", "BASIC", "demo-v1: negative raw ids pass through unchanged.", "§HASH.1");
+  b.Note("RawIdOutsideTokenizer", "INVALID_INPUT",
+         "A raw id outside the tokenizer must be refused (v4.1: >= T, masked or not, and negatives other than -1; "
+         "demo-v1: >= T).",
+         "§HASH.1");
+  b.Note("BadMask", "INVALID_INPUT", "A mask of another length, or a mask given to demo-v1, must be refused.", "§HASH.1");
+  AddLookupGroups(b, cases[1].text, "the Unicode tokenizer (case pairs, marks, scripts)");
+  AddLookupGroups(b, cases[0].text, "the bytes-and-whitespace tokenizer (partial UTF-8, spaces)");
   return b.Finish();
+}
+
+// §HASH.1 The compressed ids of a TokenLookupTest: {"result", "ids"} or
+// {"result": "invalid", "error"}. `map` is the map a port builds (the
+// reference's, or a variant's); `beyond_dead` plants the llama.cpp fork's
+// policy (a v4.1 raw id >= T becomes DEAD instead of a refusal).
+ojson LookupExpected(const TokenMap& map, const json& test, Profile profile, bool beyond_dead = false) {
+  ojson out;
+  try {
+    std::vector<int64_t> raw = test.at("rawIds").get<std::vector<int64_t>>();
+    std::vector<uint8_t> mask;
+    if (test.contains("mask")) {
+      for (const json& m : test["mask"]) mask.push_back(m.get<bool>() ? 1 : 0);
+    }
+    std::vector<size_t> beyond;  // positions the fork turns into DEAD
+    if (beyond_dead && profile == Profile::kV41) {
+      for (size_t i = 0; i < raw.size(); ++i) {
+        if (raw[i] >= map.tokens()) {
+          beyond.push_back(i);
+          raw[i] = kDead;
+        }
+      }
+    }
+    std::vector<int64_t> ids = CompressIds(profile, map, raw, mask);
+    for (size_t i : beyond) ids[i] = kDead;
+    out["result"] = "valid";
+    out["ids"] = ids;
+  } catch (const Error& e) {
+    out["result"] = "invalid";
+    out["error"] = e.what();
+  }
+  return out;
+}
+
+// §HASH.1 TokenLookupTest groups, one per profile, over the tokenizer of `text`:
+// raw ids (and masks) through the map, the refusals of ids outside it; the
+// map-building variants and the fork's DEAD policy flag the tests they fail.
+void AddLookupGroups(SuiteBuilder& b, const std::string& text, const std::string& about) {
+  const Tokenizer tk = ParseTokenizerJson(text, "tokenizer.json");
+  const TokenMap reference = BuildTokenMap(tk);
+  const int64_t t_count = reference.tokens();
+  const std::pair<Variant, const char*> variants[] = {{Variant::kSentinelLess, "SentinelLessNormalizer"},
+                                                      {Variant::kContextLowercase, "ContextLowercase"},
+                                                      {Variant::kPythonWrapper, "PythonWrapperDecode"},
+                                                      {Variant::kAddedTokenContent, "AddedTokenByteLevel"}};
+  for (const Profile profile : {Profile::kV41, Profile::kDemoV1}) {
+    const bool v41 = profile == Profile::kV41;
+    const size_t g = b.Group({{"type", "TokenLookupTest"},
+                              {"comment", std::string(v41 ? "v4.1" : "demo-v1") + ": raw ids of " + about},
+                              {"tokenizerJson", text},
+                              {"profile", v41 ? "v4.1" : "demo-v1"}});
+    auto add = [&](const std::string& comment, std::vector<std::string> flags, ojson inputs) {
+      const json in = json::parse(inputs.dump());
+      const ojson expected = LookupExpected(reference, in, profile);
+      for (const auto& [variant, flag] : variants) {
+        TokenMap m = reference;
+        m.map = VariantMap(tk, variant);
+        if (LookupExpected(m, in, profile) != expected) flags.push_back(flag);
+      }
+      if (v41 && LookupExpected(reference, in, profile, true) != expected) {
+        if (!b.HasNote("RawIdBeyondTokenizerDead")) {
+          b.Divergence("RawIdBeyondTokenizerDead",
+                       "Changes under the policy of a port that maps a raw id beyond the tokenizer (>= T) to DEAD (a "
+                       "llama.cpp fork, v4.1), where §HASH.1 refuses it.",
+                       "§HASH.1", "raw-beyond-dead");
+        }
+        flags.push_back("RawIdBeyondTokenizerDead");
+      }
+      for (const auto& [k, v] : expected.items()) inputs[k] = v;
+      b.Test(g, comment, flags, {"§HASH.1", "§TOK.4"}, inputs);
+    };
+    std::vector<int64_t> all(static_cast<size_t>(t_count));
+    for (int64_t i = 0; i < t_count; ++i) all[static_cast<size_t>(i)] = t_count - 1 - i;  // every id, last first
+    add("every raw id of the tokenizer, last first", {"RawIdsToCompressed"}, {{"rawIds", all}});
+    add("the empty sequence", {"RawIdsToCompressed"}, {{"rawIds", std::vector<int64_t>{}}});
+    if (v41) {
+      const std::vector<int64_t> ids = {1, 2, 3, 4, t_count - 1, 0};
+      add("a mask: positions whose entry is false are DEAD (-1), after the lookup", {"RawIdsToCompressed", "MaskToDead"},
+          {{"rawIds", ids}, {"mask", ojson::array({true, false, false, true, true, false})}});
+      add("a mask of all true: the plain lookup", {"MaskToDead"},
+          {{"rawIds", ids}, {"mask", ojson::array({true, true, true, true, true, true})}});
+      add("raw -1 is DEAD", {"MaskToDead"}, {{"rawIds", {1, -1, 2}}});
+      add("raw id T, one past the tokenizer: refused", {"RawIdOutsideTokenizer"}, {{"rawIds", {1, t_count, 2}}});
+      add("raw id T at a masked position: refused all the same (the lookup comes first)", {"RawIdOutsideTokenizer"},
+          {{"rawIds", {1, t_count, 2}}, {"mask", ojson::array({true, false, true})}});
+      add("raw id 2^31: refused", {"RawIdOutsideTokenizer"}, {{"rawIds", {int64_t{1} << 31}}});
+      add("raw -2 (numpy / torch indexing would read map[T - 2]): refused", {"RawIdOutsideTokenizer"},
+          {{"rawIds", {1, -2, 2}}});
+      add("a mask with one entry too few: refused", {"BadMask"},
+          {{"rawIds", {1, 2, 3}}, {"mask", ojson::array({true, false})}});
+    } else {
+      add("negative raw ids pass through unchanged", {"RawIdsToCompressed", "NegativeRawIdPassThrough"},
+          {{"rawIds", {1, -1, 2, -5, -1000000, t_count - 1}}});
+      add("raw id T, one past the tokenizer: refused", {"RawIdOutsideTokenizer"}, {{"rawIds", {1, t_count}}});
+      add("a mask given to demo-v1 (it has none): refused", {"BadMask"},
+          {{"rawIds", {1, 2}}, {"mask", ojson::array({true, false})}});
+    }
+  }
+}
+
+void CheckTokenLookupTest(Checker& c, const json& g, const json& t) {
+  const Tokenizer tk = ParseTokenizerJson(g.at("tokenizerJson").get<std::string>(), "tokenizer.json");
+  const Profile profile = g.at("profile") == "v4.1" ? Profile::kV41 : Profile::kDemoV1;
+  const json expected = json::parse(LookupExpected(BuildTokenMap(tk), t, profile).dump());
+  if (expected.at("result") != t.at("result")) {
+    c.Problem(t, "result is " + t.at("result").dump() + " but the reference gives " + expected.at("result").dump());
+    return;
+  }
+  if (IsValid(t)) c.Expect(t, "ids", expected.at("ids"));
 }
 
 void CheckTokenMapTest(Checker& c, const json& g, const json& t) {
@@ -493,7 +619,7 @@ void CheckTokenMapTest(Checker& c, const json& g, const json& t) {
 
 SuiteDef TokenMapSuite() {
   return {"token_map", "token_map.schema.json", [] { return GenerateTokenMap(); },
-          {{"TokenMapTest", CheckTokenMapTest}}};
+          {{"TokenMapTest", CheckTokenMapTest}, {"TokenLookupTest", CheckTokenLookupTest}}};
 }
 
 }  // namespace engram::vectors

@@ -141,6 +141,52 @@ TEST(CliHash, ChunksDoNotChangeRows) {
   EXPECT_EQ(a["rows"][2], a["rows"][6]);
 }
 
+// §TOK.5 A llama.cpp fork's test map: raw 3 and 4 share compressed 3, and
+// raw 8 is the compressed id 99091 (not first-seen, not dense). Any function
+// into [0, V) hashes: through the map the rows are those of the compressed ids,
+// and the tools say the map is not tokenizer-built and which V they take.
+TEST(CliHash, AForeignTokenMapHashesLikeItsCompressedIds) {
+  const fs::path map = TempDir() / "fork_map.json";
+  Write(map, "[0, 1, 2, 3, 3, 5, 6, 7, 99091, 2]");
+  Result raw = RunCli("hash --config " + kV41 + " --token-map " + map.string() + " --ids=0,1,2,3,4,5,6,7,8,9");
+  Result compressed = RunCli("hash --config " + kV41 + " --compressed-vocab-size 99092 --ids=0,1,2,3,3,5,6,7,99091,2");
+  ASSERT_EQ(raw.exit_code, 0) << raw.err;
+  ASSERT_EQ(compressed.exit_code, 0) << compressed.err;
+  EXPECT_EQ(json::parse(raw.out)["rows"], json::parse(compressed.out)["rows"]);
+  EXPECT_THAT(raw.err, HasSubstr("note: " + map.string() + " is not a tokenizer-built map (entry 5 is 5 where a built map "
+                                 "would give 4"));
+  EXPECT_THAT(raw.err, HasSubstr("V = 99092"));
+  EXPECT_EQ(compressed.err, "");
+  // explain, lookup and contract take it too.
+  Result explain = RunCli("explain --config " + kV41 + " --token-map " + map.string() + " --ids 3,4 --json");
+  EXPECT_EQ(explain.exit_code, 0) << explain.err;
+  Result layout = RunCli("layout --config " + kV41 + " --token-map " + map.string());
+  EXPECT_EQ(layout.exit_code, 0) << layout.err;
+  const fs::path contract = TempDir() / "fork_contract.json";
+  Result c = RunCli("contract --config " + kV41 + " --token-map " + map.string() + " --out " + contract.string());
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  Result verify = RunCli("contract verify " + contract.string() + " --config " + kV41 + " --token-map " + map.string());
+  EXPECT_EQ(verify.exit_code, 0) << verify.err;
+}
+
+// §TOK.5 A map that says it was built (it carries "sha256") is held to it.
+TEST(CliHash, ABuiltMapIsHeldToItsDigest) {
+  const fs::path dir = TempDir();
+  Write(dir / "tok.json", R"({"added_tokens": [], "decoder": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": {"a": 0, "A": 1, "b": 2}, "merges": []}})");
+  Result built = RunCli("token-map --tokenizer " + (dir / "tok.json").string() + " --out " + (dir / "built.json").string());
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  Result ok = RunCli("hash --config " + kDemo + " --token-map " + (dir / "built.json").string() + " --ids 0,1,2");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.err, "");  // first-seen: no note
+  json edited = json::parse(Slurp(dir / "built.json"));
+  edited["map"][2] = 0;
+  Write(dir / "edited.json", edited.dump());
+  Result bad = RunCli("hash --config " + kDemo + " --token-map " + (dir / "edited.json").string() + " --ids 0,1,2");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("key 'sha256'"));
+  EXPECT_THAT(bad.err, HasSubstr("the map was edited after it was built"));
+}
+
 TEST(CliHash, TokenMapCompressesRawIds) {
   const fs::path map = TempDir() / "map2.json";
   Write(map, "[0, 1, 2, 1, 3, 3]");

@@ -67,6 +67,7 @@ struct Api {
   decltype(&engram_token_map_ids) token_map_ids = nullptr;
   decltype(&engram_token_map_check) token_map_check = nullptr;
   decltype(&engram_token_map_key) token_map_key = nullptr;
+  decltype(&engram_token_map_compress) token_map_compress = nullptr;
   decltype(&engram_gate) gate = nullptr;
   decltype(&engram_v41_gate) v41_gate = nullptr;
   decltype(&engram_wkv_bf16) wkv_bf16 = nullptr;
@@ -130,6 +131,7 @@ Api LoadApi(const std::string& path) {
   Bind(lib, "engram_token_map_ids", a.token_map_ids);
   Bind(lib, "engram_token_map_check", a.token_map_check);
   Bind(lib, "engram_token_map_key", a.token_map_key);
+  Bind(lib, "engram_token_map_compress", a.token_map_compress);
   Bind(lib, "engram_gate", a.gate);
   Bind(lib, "engram_v41_gate", a.v41_gate);
   Bind(lib, "engram_wkv_bf16", a.wkv_bf16);
@@ -510,6 +512,34 @@ json HeadShard(const Api& api, const json& group, const json& test) {
   return {{"rows", Bf16Rows(out, d)}};
 }
 
+// §HASH.1 TokenLookupTest: the library's map and its compress entry point.
+json TokenLookupOutputs(const Api& api, const json& group, const json& test) {
+  Need(api.token_map_build, "engram_token_map_build");
+  Need(api.token_map_destroy, "engram_token_map_destroy");
+  Need(api.token_map_compress, "engram_token_map_compress");
+  const std::string text = group.at("tokenizerJson");
+  char err[kErrLen] = "";
+  engram_token_map* raw_map = api.token_map_build(text.data(), text.size(), err, sizeof err);
+  if (raw_map == nullptr) throw Refused{err};
+  std::unique_ptr<engram_token_map, decltype(api.token_map_destroy)> m(raw_map, api.token_map_destroy);
+  const std::vector<int64_t> raw = test.at("rawIds").get<std::vector<int64_t>>();
+  std::vector<uint8_t> mask;
+  if (test.contains("mask")) {
+    for (const json& f : test["mask"]) mask.push_back(f.get<bool>() ? 1 : 0);
+    // The ABI passes one mask byte per id: a mask of another length is this host's to refuse (§HASH.1).
+    if (mask.size() != raw.size()) {
+      throw Refused{"mask: " + std::to_string(mask.size()) + " flags for " + std::to_string(raw.size()) + " ids"};
+    }
+  }
+  std::vector<int64_t> out(raw.size());
+  const std::string profile = group.at("profile");
+  if (api.token_map_compress(m.get(), raw.data(), test.contains("mask") ? mask.data() : nullptr, raw.size(),
+                             profile.c_str(), out.data(), err, sizeof err) != 0) {
+    throw Refused{err};
+  }
+  return {{"ids", out}};
+}
+
 // §TOK TokenMapTest.
 json TokenMapOutputs(const Api& api, const json& group, const json& test) {
   Need(api.token_map_build, "engram_token_map_build");
@@ -849,6 +879,7 @@ json RunTest(const Api& api, const std::string& type, const json& group, const j
     return StorageOutputs(api, type, group, test);
   }
   if (type == "TokenMapTest") return TokenMapOutputs(api, group, test);
+  if (type == "TokenLookupTest") return TokenLookupOutputs(api, group, test);
   if (type == "GateFunctionTest" || type == "V41GateTest" || type == "WkvTest" || type == "DemoGateTest" ||
       type == "ShortConvTest" || type == "EngramForwardTest") {
     return FusionOutputs(api, type, group, test);

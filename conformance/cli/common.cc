@@ -31,6 +31,17 @@ void AddInputOptions(CLI::App* cmd, Inputs& in, bool config_required) {
   tk->excludes(v);
 }
 
+TokenMap LoadMapFile(const std::string& path) {
+  TokenMap map = LoadTokenMapFile(path);
+  // §TOK.5 Any function into [0, V) hashes; one no tokenizer would build
+  // (a test fixture, another port's map) is used as given, with a word.
+  if (!map.not_built.empty()) {
+    std::cerr << "engram: note: " << path << " is not a tokenizer-built map (" << map.not_built
+              << "); its compressed ids are used as given, V = " << map.compressed_size << "\n";
+  }
+  return map;
+}
+
 Loaded Load(const Inputs& in) {
   std::optional<Profile> override_profile;
   if (!in.profile.empty()) override_profile = ParseProfile(in.profile);
@@ -39,7 +50,7 @@ Loaded Load(const Inputs& in) {
   int64_t v = 0;
   int64_t pad = out.config.pad_id;
   if (!in.token_map_path.empty() || !in.tokenizer_path.empty()) {
-    out.token_map = in.tokenizer_path.empty() ? LoadTokenMapFile(in.token_map_path)
+    out.token_map = in.tokenizer_path.empty() ? LoadMapFile(in.token_map_path)
                                               : BuildTokenMapFromFile(in.tokenizer_path);
     v = out.token_map->compressed_size;
     pad = out.token_map->Lookup(out.config.pad_id, out.config.source + ": pad id");

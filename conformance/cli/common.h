@@ -48,6 +48,10 @@ Loaded Load(const Inputs& in);
 // item's position (1-based, "item 2 of 3") and the item.
 std::vector<int64_t> ParseIntList(const std::string& text, const std::string& option);
 
+// §TOK.5 Loads a token-map file for hash/explain/lookup/contract: any function
+// into [0, V); a map no tokenizer would build gets a note on stderr naming V.
+TokenMap LoadMapFile(const std::string& path);
+
 // The strict decimal form of one integer (as in ParseIntList); nullopt for
 // any other text or a value outside int64 / uint64.
 std::optional<int64_t> ParseDecimal(const std::string& text);

@@ -17,6 +17,10 @@ their bit patterns; the runner compares them with the group's tolerance (§FUS.9
 returned for the table lookups (§STO.11) and not elsewhere (they are optional, §CONF.1).
 
 Run:  engram conform --vectors vectors --exec "python3 conformance/examples/numpy_adapter.py"
+      ... --exec "python3 conformance/examples/numpy_adapter.py --claim hash_v41 --profiles v4.1"
+          (a port that implements one suite of one profile: everything else is skipped)
+      ... --exec "python3 conformance/examples/numpy_adapter.py --claim table_lookup --unsupported FloatLookupTest"
+          (a claimed suite with one test type answered "unsupported": skipped, not failed)
 
 `--bug NAME` plants a known porting bug (spec/conformance.md §CONF.4, ENGRAM.md §8) so that the runner's
 flagged tests can be seen to catch it: each fails exactly the tests that carry its flag (the generator sets
@@ -43,6 +47,10 @@ the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the ou
   added-token-content    an added token's text is its content as is (no byte table)                   AddedTokenByteLevel
   sentinel-less          normalizer without the U+E000 sentinel steps (" " strips to "")              SentinelLessNormalizer
   context-lowercase      whole-text str.lower() (word-final sigma) instead of per code point          ContextLowercase
+  upstream-duplicate-layers demo-v1: duplicate layer_ids accepted (upstream overwrites the layer)     UpstreamDuplicateLayerIds
+  upstream-zero-heads    demo-v1: n_head_per_ngram 0 accepted (upstream: empty primes)                UpstreamZeroHeads
+  rollback-dead          v4.1 rollback keeps only max-1 ids: overwritten slots read DEAD              RollbackReadsDead
+  raw-beyond-dead        v4.1: a raw id >= T becomes DEAD (a llama.cpp fork) instead of a refusal     RawIdBeyondTokenizerDead
 """
 import argparse
 import hashlib
@@ -83,8 +91,15 @@ BUGS = {
     "added-token-content": "AddedTokenByteLevel",
     "sentinel-less": "SentinelLessNormalizer",
     "context-lowercase": "ContextLowercase",
+    "upstream-duplicate-layers": "UpstreamDuplicateLayerIds",
+    "upstream-zero-heads": "UpstreamZeroHeads",
+    "rollback-dead": "RollbackReadsDead",
+    "raw-beyond-dead": "RawIdBeyondTokenizerDead",
 }
 BUG = None
+CLAIMED_SUITES = SUITES  # --claim: what the handshake claims (a port claims what it implements)
+CLAIMED_PROFILES = ["v4.1", "demo-v1"]  # --profiles
+UNSUPPORTED_TYPES = set()  # --unsupported TYPE: test types answered "unsupported" (skipped, not failed)
 CONTRACT = None  # --contract FILE: the hash contract (spec §CON) of the model this port serves
 
 
@@ -141,15 +156,18 @@ def parse_config(doc, profile=None):
         max_ngram, heads = d["max_ngram_size"], d["n_head_per_ngram"]
         if not isinstance(max_ngram, int) or not 2 <= max_ngram <= 64:
             raise ValueError(f"max_ngram_size {max_ngram}")
-        if not isinstance(heads, int) or not 1 <= heads <= 4096:
+        zero_heads_gap = BUG == "upstream-zero-heads" and heads == 0  # the upstream demo does not check
+        if not isinstance(heads, int) or not (1 <= heads <= 4096 or zero_heads_gap):
             raise ValueError(f"n_head_per_ngram {heads}")
         if len(d["engram_vocab_size"]) != max_ngram - 1:
             raise ValueError("engram_vocab_size needs one entry per order")
-        if d["n_embed_per_ngram"] % heads:
+        if not zero_heads_gap and d["n_embed_per_ngram"] % heads:
             raise ValueError("n_embed_per_ngram not divisible by heads")
         cfg = dict(profile=profile, layer_ids=list(d["layer_ids"]), max_ngram=max_ngram, heads=heads,
                    bases=list(d["engram_vocab_size"]), pad_id=d["pad_id"], seed=d["seed"], num_embeddings=None, v=None)
-    if len(set(cfg["layer_ids"])) != len(cfg["layer_ids"]) or any(i < 0 for i in cfg["layer_ids"]) or not cfg["layer_ids"]:
+    duplicates_gap = BUG == "upstream-duplicate-layers" and profile == "demo-v1"  # upstream overwrites the layer
+    if ((len(set(cfg["layer_ids"])) != len(cfg["layer_ids"]) and not duplicates_gap) or
+            any(i < 0 for i in cfg["layer_ids"]) or not cfg["layer_ids"]):
         raise ValueError("layer ids must be distinct and >= 0")
     return cfg
 
@@ -297,6 +315,14 @@ class State:
         w = self.layout["max_ngram"] - 1
         if k > self.position:
             raise ValueError("rollback past the start")
+        if BUG == "rollback-dead" and self.layout["profile"] == "v4.1":
+            # A ring of the last w ids only: the removed ids had overwritten older slots, which now read DEAD.
+            ring = self.recent[-w:] if w else []
+            kept = ring[:max(0, len(ring) - k)]
+            need = min(self.position - k, w)
+            self.recent = [DEAD] * (need - len(kept)) + kept
+            self.position -= k
+            return
         need = min(self.position - k, w)
         if len(self.recent) < k + need:
             raise ValueError("rollback beyond the retained history")
@@ -769,6 +795,32 @@ def token_map_test(group, test):
     return out
 
 
+def token_lookup_test(group, test):
+    """§HASH.1 raw ids (and a v4.1 mask) to the compressed ids the hash takes."""
+    cmap = token_map_test(group, {})["map"]
+    raw, mask, v41 = test["rawIds"], test.get("mask"), group["profile"] == "v4.1"
+    if mask is not None and not v41:
+        raise ValueError("mask: demo-v1 has no mask")
+    if mask is not None and len(mask) != len(raw):
+        raise ValueError(f"mask: {len(mask)} entries for {len(raw)} ids")
+    out = []
+    for i, x in enumerate(raw):
+        if v41 and x == DEAD:
+            c = DEAD  # raw -1 marks a masked position
+        elif not v41 and x < 0:
+            c = x  # the demo copies negative ids through
+        elif BUG == "raw-beyond-dead" and v41 and x >= len(cmap):
+            c = DEAD  # the fork's policy: beyond the tokenizer is DEAD, not a refusal
+        elif 0 <= x < len(cmap):  # never cmap[x] for x < 0: Python indexing would wrap around (-2 -> T - 2)
+            c = cmap[x]
+        else:
+            raise ValueError(f"rawIds[{i}]: {x} is not a raw id in [0, {len(cmap)})" + (" or -1" if v41 else ""))
+        if v41 and mask is not None and not mask[i]:
+            c = DEAD  # masked after the lookup
+        out.append(c)
+    return {"ids": out}
+
+
 # ----------------------------------------------------------------------------- §FUS gating and fusion
 #
 # Every formula is evaluated twice, as §FUS.8 says: in float64 (the reference) and in the float32 mirror
@@ -1119,6 +1171,8 @@ def run_test(type_, group, test):
             return out
     if type_ == "TokenMapTest":
         return token_map_test(group, test)
+    if type_ == "TokenLookupTest":
+        return token_lookup_test(group, test)
     if type_ == "BoundedIntegersTest":
         rng = np.random.default_rng(test["seed"])
         return {"values": [int(x) for x in rng.integers(test["low"], test["high"], size=test["count"], dtype=np.int64)]}
@@ -1191,14 +1245,18 @@ def handle(req):
     op = req.get("op")
     if op == "hello":
         return {"protocol": 1, "name": "numpy-adapter" + (f" (bug: {BUG})" if BUG else ""), "version": "1",
-                "suites": SUITES,
-                "profiles": ["v4.1", "demo-v1"], "features": []}
+                "suites": CLAIMED_SUITES,
+                "profiles": CLAIMED_PROFILES, "features": []}
     try:
         if op == "contract":
             if CONTRACT is not None:
                 return {"contract": CONTRACT}
             return {"contract": None, "layers": layout_of(req)["layers"]}
         if op == "test":
+            # "unsupported" is always a safe answer: the runner reports the test skipped, never failed
+            # (but a suite in which no valid test passed, or a run that tests nothing, is not OK).
+            if req["suite"] not in CLAIMED_SUITES or req["type"] in UNSUPPORTED_TYPES:
+                return {"unsupported": f"{req['type']} of {req['suite']} is not implemented by this adapter run"}
             out = run_test(req["type"], req["group"], req["test"])
             return {"unsupported": req["type"]} if out is None else {"outputs": out}
         if op == "accumulate":
@@ -1211,13 +1269,22 @@ def handle(req):
 
 
 def main():
-    global BUG, CONTRACT
+    global BUG, CONTRACT, CLAIMED_SUITES, CLAIMED_PROFILES, UNSUPPORTED_TYPES
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bug", choices=list(BUGS))
     ap.add_argument("--list-bugs", action="store_true", help="print {bug: flag} as JSON and exit")
+    ap.add_argument("--claim", nargs="+", choices=SUITES, metavar="SUITE",
+                    help="claim only these suites in the handshake (the others are skipped as not claimed)")
+    ap.add_argument("--profiles", nargs="+", choices=["v4.1", "demo-v1"],
+                    help="claim only these profiles (the other profile's tests are skipped, in every suite)")
+    ap.add_argument("--unsupported", nargs="+", default=[], metavar="TYPE",
+                    help='answer {"unsupported": ...} to these test types (e.g. FloatLookupTest): skipped, not failed')
     ap.add_argument("--contract", help="report this hash contract (e.g. written by `engram contract`)")
     args = ap.parse_args()
     BUG = args.bug
+    CLAIMED_SUITES = args.claim or SUITES
+    CLAIMED_PROFILES = args.profiles or CLAIMED_PROFILES
+    UNSUPPORTED_TYPES = set(args.unsupported)
     if args.list_bugs:
         print(json.dumps(BUGS))
         return

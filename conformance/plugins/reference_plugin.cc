@@ -9,9 +9,12 @@
 // must accept both (§FUS.9): the tests run it both ways.
 #include "engram/conformance.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -301,6 +304,20 @@ int engram_token_map_check(const engram_token_map* map, int64_t pad_id, int64_t 
     config.pad_id = pad_id;
     if (compressed_vocab_size >= 0) config.compressed_vocab_size = compressed_vocab_size;
     *compressed_pad = engram::CheckTokenMapForConfig(map->map, config);
+    return 0;
+  } catch (const std::exception& e) {
+    return Refuse(e, err, err_len);
+  }
+}
+
+int engram_token_map_compress(const engram_token_map* map, const int64_t* raw, const uint8_t* mask, size_t n,
+                              const char* profile, int64_t* out, char* err, size_t err_len) {
+  try {
+    const std::optional<engram::Profile> p = profile ? engram::ParseProfile(profile) : std::nullopt;
+    if (!p) throw engram::Error(std::string("profile: \"") + (profile ? profile : "(null)") + "\" is neither \"v4.1\" nor \"demo-v1\"");
+    const std::vector<int64_t> ids = engram::CompressIds(*p, map->map, std::span(raw, n),
+                                                         mask ? std::span(mask, n) : std::span<const uint8_t>());
+    std::copy(ids.begin(), ids.end(), out);
     return 0;
   } catch (const std::exception& e) {
     return Refuse(e, err, err_len);

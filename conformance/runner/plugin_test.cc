@@ -384,6 +384,7 @@ TEST_F(Abi, TokenMapGivesTheVectorMap) {
   // Every tokenizer the vectors mark invalid without a configuration is refused by the builder.
   int refused = 0;
   for (const json& g : Suite("token_map")["testGroups"]) {
+    if (g["type"] != "TokenMapTest") continue;  // TokenLookupTest: valid tokenizers, invalid raw ids
     for (const json& t : g["tests"]) {
       if (Valid(t) || t.contains("padId") || t.contains("engramCompressedVocabSize")) continue;
       const std::string bad = g["tokenizerJson"];
@@ -393,6 +394,44 @@ TEST_F(Abi, TokenMapGivesTheVectorMap) {
     }
   }
   EXPECT_GE(refused, 10);
+}
+
+// ABI 1.2 (§HASH.1): engram_token_map_compress gives the vectors' compressed
+// ids of every valid TokenLookupTest and refuses every invalid one.
+TEST_F(Abi, TokenMapCompressGivesTheVectorIds) {
+  auto build = ABI(engram_token_map_build);
+  auto destroy = ABI(engram_token_map_destroy);
+  auto compress = ABI(engram_token_map_compress);
+  int valid = 0, invalid = 0;
+  for (const json& g : Suite("token_map")["testGroups"]) {
+    if (g["type"] != "TokenLookupTest") continue;
+    const std::string text = g["tokenizerJson"], profile = g["profile"];
+    engram_token_map* m = build(text.data(), text.size(), err_, sizeof err_);
+    ASSERT_NE(m, nullptr) << err_;
+    for (const json& t : g["tests"]) {
+      const std::vector<int64_t> raw = t["rawIds"].get<std::vector<int64_t>>();
+      std::vector<uint8_t> mask;
+      if (t.contains("mask")) {
+        for (const json& f : t["mask"]) mask.push_back(f.get<bool>() ? 1 : 0);
+        if (mask.size() != raw.size()) continue;  // the host refuses those before the call (one byte per id)
+      }
+      std::vector<int64_t> out(raw.size(), 7);
+      const int rc = compress(m, raw.data(), t.contains("mask") ? mask.data() : nullptr, raw.size(), profile.c_str(),
+                              out.data(), err_, sizeof err_);
+      if (Valid(t)) {
+        EXPECT_EQ(rc, 0) << t["tcId"] << ": " << err_;
+        EXPECT_EQ(out, t["ids"].get<std::vector<int64_t>>()) << t["tcId"];
+        ++valid;
+      } else {
+        EXPECT_NE(rc, 0) << t["tcId"];
+        EXPECT_STRNE(err_, "") << t["tcId"];
+        ++invalid;
+      }
+    }
+    destroy(m);
+  }
+  EXPECT_GE(valid, 8);
+  EXPECT_GE(invalid, 8);
 }
 
 // §FUS.4, §FUS.6: the gate function at every dot of both suites.

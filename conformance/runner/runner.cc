@@ -61,8 +61,17 @@ struct SuiteFile {
   json doc;
 };
 
+// §CONF.2 item 2 The configuration a contract check is about.
+json ContractKey(const json& group) {
+  return {group.at("profile"), group.at("config"), group.at("compressedVocabSize"), group.at("compressedPad")};
+}
+
 struct Vectors {
   std::vector<SuiteFile> suites;  // sorted by name
+  // §CONF.4 The contract checks' ids: each configuration the vectors use,
+  // numbered 1, 2, ... in file order over all suites (whatever --suite
+  // selects), so that "contract:N" in an expected-failures file is stable.
+  std::map<std::string, int64_t> contract_ids;  // ContractKey(...).dump() -> id
   std::set<std::string> Names() const {
     std::set<std::string> out;
     for (const SuiteFile& s : suites) out.insert(s.name);
@@ -184,6 +193,12 @@ Vectors LoadVectors(const fs::path& dir) {
     CheckVectorShape(rel, doc);
     out.suites.push_back({fs::path(rel).stem().string(), std::move(doc)});
   }
+  for (const SuiteFile& file : out.suites) {
+    for (const json& group : file.doc["testGroups"]) {
+      if (!group.contains("layers")) continue;
+      out.contract_ids.emplace(ContractKey(group).dump(), static_cast<int64_t>(out.contract_ids.size()) + 1);
+    }
+  }
   if (out.suites.empty()) throw Error((dir / vectors::kVectorsDir).string() + ": no suite files are listed in MANIFEST.sha256");
   return out;
 }
@@ -232,6 +247,15 @@ ExpectFail LoadExpectFail(const fs::path& path, const Vectors& vectors) {
     throw Error(where + ": expected an object {suite: [tcId...]} or a list of \"suite:tcId\"");
   }
   for (const auto& [suite, ids] : out.ids) {
+    if (suite == "contract") {  // the contract checks (§CONF.2 item 2), numbered by configuration
+      for (int64_t id : ids) {
+        if (id < 1 || id > static_cast<int64_t>(vectors.contract_ids.size())) {
+          throw Error(where + ": suite 'contract' has no check " + std::to_string(id) + " (the vectors have " +
+                      std::to_string(vectors.contract_ids.size()) + " configurations)");
+        }
+      }
+      continue;
+    }
     const SuiteFile* file = vectors.Find(suite);
     if (file == nullptr) throw Error(where + ": suite '" + suite + "' is not in the vectors");
     std::set<int64_t> known;
@@ -465,13 +489,13 @@ void RunContracts(Run& run) {
     if (!run.options.suites.empty() && run.options.suites.count(file.name) == 0) continue;
     for (const json& group : file.doc.value("testGroups", json::array())) {
       if (!group.contains("layers") || !group.contains("config") || !group.contains("profile")) continue;
-      json key = {group.at("profile"), group.at("config"), group.at("compressedVocabSize"), group.at("compressedPad")};
-      if (!seen.insert(key.dump()).second) continue;
+      const std::string key = ContractKey(group).dump();
+      if (!seen.insert(key).second) continue;
       if (!group["profile"].is_string() || !run.claims.Profile(group["profile"].get<std::string>())) continue;
       if (run.options.profile && group["profile"] != *run.options.profile) continue;
       TestResult r;
       r.suite = "contract";
-      r.tc_id = static_cast<int64_t>(seen.size());
+      r.tc_id = run.vectors.contract_ids.at(key);
       r.status = "pass";
       if (guard.stopped) {
         Skip(r, "stopped", guard.Why());
@@ -510,6 +534,7 @@ void RunContracts(Run& run) {
       }
       if (r.status == "fail") r.returned = body;
       r.detail = (r.detail.empty() ? "" : r.detail + " ") + "(" + file.name + ", " + group.value("comment", "") + ")";
+      ApplyExpectFail(run, r);
       run.results.push_back(r);
     }
   }
@@ -687,7 +712,9 @@ Verdict Decide(const Run& run) {
     if (!requested && sent[suite] == 0) continue;  // not claimed, not asked for: nothing to say
     if (!run.options.suites.empty() && !requested) continue;
     const Counts c = v.suites[suite];
-    if (tested[suite] > 0 || c.failed > 0) continue;  // tested, or failed already
+    // Tested, failed already, or declared: a suite whose every test that ran
+    // is a listed expected failure is the port's stated deviation.
+    if (tested[suite] > 0 || c.failed > 0 || c.expected_fail > 0) continue;
     v.suite_problems[suite].push_back(
         std::string(requested ? "requested with --suite" : "answered by the implementation") +
         ", but no valid test of it passed (" + untested(suite) + ")");

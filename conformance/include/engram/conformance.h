@@ -32,11 +32,12 @@ extern "C" {
 /**
  * Feature level within ABI version 1, for `#if` checks in an implementation's sources; never reported at run time.
  * 0: configuration, layout, hashing, element decode, contract. 1 adds the entry points marked "ABI 1.1" (tables,
- * tensor parallelism, token map, gates, wkv, ShortConv, forward). Every entry point except
+ * tensor parallelism, token map, gates, wkv, ShortConv, forward); 2 adds "ABI 1.2" (engram_token_map_compress, the
+ * raw ids of TokenLookupTest, §HASH.1). Every entry point except
  * engram_conformance_info() is optional: the plug-in host looks each one up by name (`dlsym`), so a library built
  * against level 0 still loads and its suites run; the tests that need an entry point it lacks are `skipped`.
  */
-#define ENGRAM_CONFORMANCE_ABI_MINOR 1
+#define ENGRAM_CONFORMANCE_ABI_MINOR 2
 
 /** What an implementation is and what it claims (spec §CONF.2 handshake). */
 typedef struct engram_conformance_info_t {
@@ -271,6 +272,15 @@ typedef struct engram_token_key_t {
  * intermediate values of the vectors. Returns non-zero for an id outside [0, T).
  */
 int engram_token_map_key(const engram_token_map* map, int64_t id, engram_token_key_t* key);
+/**
+ * ABI 1.2, optional (spec §HASH.1, TokenLookupTest). The compressed ids of `n` raw ids into `out` (n values):
+ * map[raw] each. For `profile` "v4.1" a raw −1 is DEAD (−1), and a position whose `mask` byte is 0 becomes DEAD after
+ * its id was looked up (`mask` may be NULL: no mask); "demo-v1" passes negative raw ids through unchanged and takes
+ * no mask. Returns non-zero (the message naming the position and the id) for what §HASH.1 refuses: in v4.1 a raw id
+ * ≥ T (masked or not) or a negative one other than −1, in demo-v1 a raw id ≥ T, and a mask given to demo-v1.
+ */
+int engram_token_map_compress(const engram_token_map* map, const int64_t* raw, const uint8_t* mask, size_t n,
+                              const char* profile, int64_t* out, char* err, size_t err_len);
 
 /* ---------------------------------------------------------------- §FUS fusion (gates, ShortConv, forward) */
 
