@@ -102,12 +102,16 @@ ojson GenerateSuite(const std::string& name) {
 
 std::string Serialize(const ojson& doc) { return doc.dump(1) + "\n"; }
 
-void GenerateAll(const std::filesystem::path& out, const std::filesystem::path& schema_dir, std::ostream& log) {
+void WriteVectorsDir(const std::filesystem::path& out, const std::vector<std::string>& names,
+                     const std::function<ojson(const std::string&)>& make, const std::filesystem::path& schema_dir,
+                     std::ostream& log) {
   CreatedPaths created;  // removed again if anything below throws
   created.Directories(out / kVectorsDir);
   std::vector<std::string> manifest_paths;
-  for (const std::string& name : SuiteNames()) {
-    ojson doc = GenerateSuite(name);
+  for (const std::string& name : names) {
+    // One document at a time, written as soon as it is made: memory holds one
+    // suite, and a full disk is found at the first file that does not fit.
+    const ojson doc = make(name);
     const std::string rel = std::string(kVectorsDir) + "/" + name + ".json";
     created.Write(out / rel, Serialize(doc));
     manifest_paths.push_back(rel);
@@ -120,6 +124,10 @@ void GenerateAll(const std::filesystem::path& out, const std::filesystem::path& 
   created.Write(out / "MANIFEST.sha256", manifest);
   created.Keep();
   log << "MANIFEST.sha256: " << manifest_paths.size() << " entries\n";
+}
+
+void GenerateAll(const std::filesystem::path& out, const std::filesystem::path& schema_dir, std::ostream& log) {
+  WriteVectorsDir(out, SuiteNames(), GenerateSuite, schema_dir, log);
 }
 
 }  // namespace engram::vectors

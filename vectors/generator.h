@@ -8,6 +8,7 @@
 #define ENGRAM_VECTORS_GENERATOR_H_
 
 #include <filesystem>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -38,6 +39,14 @@ std::string Serialize(const ojson& doc);
 // atomically; when the run fails, the files and directories it created are
 // removed again (what existed before is left). Progress goes to `log`.
 void GenerateAll(const std::filesystem::path& out, const std::filesystem::path& schema_dir, std::ostream& log);
+
+// §VEC.5 The same for any documents: OUT/v1/<name>.json per name, the
+// schema copies and the manifest, atomically (nothing is left behind when it
+// fails). Used for the shrunk failures of a random run (§CONF.7).
+// `make(name)` builds the document of v1/<name>.json, one name at a time.
+void WriteVectorsDir(const std::filesystem::path& out, const std::vector<std::string>& names,
+                     const std::function<ojson(const std::string&)>& make, const std::filesystem::path& schema_dir,
+                     std::ostream& log);
 
 // §VEC.6 Checks DIR/MANIFEST.sha256, the structure of every suite file, and
 // recomputes every test's expected values with the reference. Prints one line

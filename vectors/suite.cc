@@ -284,8 +284,14 @@ ojson LayersJson(const Layout& layout) {
 ojson TraceJson(const std::vector<PositionTrace>& traces) {
   ojson out = ojson::array();
   for (const PositionTrace& p : traces) {
-    out.push_back({{"window", p.window}, {"blocked", p.blocked}, {"tokens", p.tokens},
-                   {"mixes", p.mixes}, {"residues", p.residues}});
+    // Key by key rather than from an initializer list, which would copy every
+    // array once more (the random cases of §CONF.7 build many traces).
+    ojson& o = out.emplace_back(ojson::object());
+    o["window"] = p.window;
+    o["blocked"] = p.blocked;
+    o["tokens"] = p.tokens;
+    o["mixes"] = p.mixes;
+    o["residues"] = p.residues;
   }
   return out;
 }

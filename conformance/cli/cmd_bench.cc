@@ -7,6 +7,7 @@
 #include "conformance/cli/common.h"
 #include "reference/error.h"
 #include "reference/hash.h"
+#include "vectors/random.h"
 
 namespace engram::cli {
 namespace {
@@ -78,6 +79,53 @@ void AddBenchCommand(CLI::App& app) {
     doc["columns"] = l.layout.columns();
     doc["seconds"] = seconds;
     doc["tokens_per_second"] = static_cast<double>(s->tokens) / seconds;
+    doc["checksum"] = checksum;
+    Emit(doc, "");
+  });
+
+  // §CONF.7 The reference side of a random run: drawing a case and computing
+  // its expected values (and, separately, also writing the request's JSON),
+  // so that a random run's time can be seen to be the port's.
+  struct RandomState {
+    std::string suite = "hash_v41";
+    int64_t cases = 20000;
+    int64_t seed = 1;
+  };
+  auto r = std::make_shared<RandomState>();
+  auto* rnd = bench->add_subcommand("random", "Time drawing and computing N random cases of a suite (§CONF.7)");
+  rnd->add_option("--suite", r->suite, "A suite with a random generator (default hash_v41)");
+  rnd->add_option("--cases", r->cases, "Number of cases, 1 ... 10^8 (default 20000)")
+      ->check(IntIn(1, 100000000, "a number of cases"));
+  rnd->add_option("--seed", r->seed, "The seed (default 1)")->check(IntIn(0, INT64_MAX, "a seed"));
+  rnd->callback([r] {
+    const vectors::RandomSuite* gen = vectors::FindRandomSuite(r->suite);
+    if (gen == nullptr) {
+      std::string have;
+      for (const vectors::RandomSuite& g : vectors::RandomSuites()) have += (have.empty() ? "" : ", ") + g.suite;
+      throw Error("--suite " + r->suite + ": no random generator (those with one: " + have + ")");
+    }
+    uint64_t checksum = 0;
+    size_t bytes = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < r->cases; ++i) {
+      const vectors::RandomCase c = vectors::DrawCase(*gen, static_cast<uint64_t>(r->seed), i);
+      checksum = checksum * 31 + static_cast<uint64_t>(c.measure);
+    }
+    const double build = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto t1 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < r->cases; ++i) {
+      const vectors::RandomCase c = vectors::DrawCase(*gen, static_cast<uint64_t>(r->seed), i);
+      bytes += c.group.dump().size() + c.test.dump().size();
+    }
+    const double with_json = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+    ojson doc;
+    doc["suite"] = r->suite;
+    doc["cases"] = r->cases;
+    doc["seconds"] = build;
+    doc["cases_per_second"] = static_cast<double>(r->cases) / build;
+    doc["seconds_with_json"] = with_json;
+    doc["cases_per_second_with_json"] = static_cast<double>(r->cases) / with_json;
+    doc["json_bytes"] = bytes;
     doc["checksum"] = checksum;
     Emit(doc, "");
   });

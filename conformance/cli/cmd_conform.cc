@@ -3,8 +3,10 @@
 
 #include <iostream>
 #include <memory>
+#include <random>
 
 #include "conformance/cli/common.h"
+#include "conformance/runner/random_run.h"
 #include "conformance/runner/runner.h"
 #include "reference/error.h"
 
@@ -18,6 +20,12 @@ std::string SelfExe() {
   return std::string(buf, static_cast<size_t>(n));
 }
 
+// A seed below 2^53 (so that every JSON reader keeps it exact), from the OS.
+uint64_t FreshSeed() {
+  std::random_device rd;
+  return ((static_cast<uint64_t>(rd()) << 32) | rd()) & ((uint64_t{1} << 53) - 1);
+}
+
 }  // namespace
 
 void AddConformCommand(CLI::App& app) {
@@ -28,6 +36,10 @@ void AddConformCommand(CLI::App& app) {
     int64_t accumulate_max = 10000000;
     bool strict_stale = false;
     int max_timeouts = 3;
+    int64_t random = 0, max_random_failures = 1, shrink_calls = 2000;
+    uint64_t seed = 0;
+    bool random_only = false;
+    std::string save_failures;
   };
   auto s = std::make_shared<State>();
   auto* cmd = app.add_subcommand("conform", "Run an implementation against the golden vectors (§CONF)");
@@ -50,13 +62,33 @@ void AddConformCommand(CLI::App& app) {
                   "Stop a suite after this many unanswered tests in a row; it fails (default 3; 0: never stop)")
       ->check(IntIn(0, 1000000, "a number of tests"));
   cmd->add_flag("--strict-stale", s->strict_stale, "Fail the run when an expected failure now passes");
-  cmd->callback([s] {
+  auto* random = cmd->add_option("--random", s->random,
+                                 "After the vectors, this many random cases per suite with a generator (§CONF.7)")
+                     ->check(IntIn(1, 100000000, "a number of cases"));
+  auto* seed = cmd->add_option("--seed", s->seed, "The random cases' seed (default: a fresh one, printed)")
+                   ->check(IntIn(0, INT64_MAX, "a seed"));
+  seed->needs(random);
+  cmd->add_flag("--random-only", s->random_only, "Run only the random cases, not the vectors")->needs(random);
+  cmd->add_option("--save-failures", s->save_failures,
+                  "Write the shrunk failing random cases here, as a vectors directory (must be new or empty)")
+      ->needs(random);
+  cmd->add_option("--max-random-failures", s->max_random_failures,
+                  "Per suite, stop drawing after this many failing cases (default 1; 0: never stop)")
+      ->check(IntIn(0, 1000000, "a number of cases"))
+      ->needs(random);
+  cmd->add_option("--shrink-calls", s->shrink_calls,
+                  "The most implementation calls spent shrinking one failing case (default 2000; 0: no shrinking)")
+      ->check(IntIn(0, 100000000, "a number of calls"))
+      ->needs(random);
+  cmd->callback([s, seed] {
     conform::Options o;
     o.vectors = s->vectors;
     if (!s->lib.empty()) {
       o.command = {SelfExe(), "plugin-host", "--lib", s->lib};
+      o.implementation_args = "--lib " + conform::Quoted(s->lib);
     } else if (!s->exec.empty()) {
       o.command = {"/bin/sh", "-c", "exec " + s->exec};
+      o.implementation_args = "--exec " + conform::Quoted(s->exec);
     } else {
       throw Error("conform: pass --lib PATH or --exec \"CMD ...\"");
     }
@@ -71,6 +103,15 @@ void AddConformCommand(CLI::App& app) {
     o.accumulate_max_n = s->accumulate_max;
     o.strict_stale = s->strict_stale;
     o.max_consecutive_timeouts = s->max_timeouts;
+    o.random_cases = s->random;
+    o.random_only = s->random_only;
+    o.save_failures = s->save_failures;
+    o.max_random_failures = static_cast<int>(s->max_random_failures);
+    o.shrink_calls = s->shrink_calls;
+    if (s->random > 0) {
+      // §CONF.7 a nightly run draws a fresh seed; the report and the replay line name it.
+      o.random_seed = seed->count() > 0 ? s->seed : FreshSeed();
+    }
     const int rc = conform::RunConformance(o, std::cout);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });

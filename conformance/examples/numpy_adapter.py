@@ -51,6 +51,11 @@ the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the ou
   upstream-zero-heads    demo-v1: n_head_per_ngram 0 accepted (upstream: empty primes)                UpstreamZeroHeads
   rollback-dead          v4.1 rollback keeps only max-1 ids: overwritten slots read DEAD              RollbackReadsDead
   raw-beyond-dead        v4.1: a raw id >= T becomes DEAD (a llama.cpp fork) instead of a refusal     RawIdBeyondTokenizerDead
+Bugs that every committed vector misses and the random cases (--random, §CONF.7) find:
+  ngram-cap-4            a fixed 4-slot window: orders above 4 read pad beyond the 4th slot
+  heads-cap-8            8 head slots per order: head h >= 8 reuses head h - 8's prime and offset
+  seed-low-32            the layer seed kept in 32 bits (seed + 10007 * layer_id mod 2^32)
+  rollback-ring-short    a history ring one id short: rollback by the full capacity refused
 """
 import argparse
 import hashlib
@@ -96,6 +101,14 @@ BUGS = {
     "rollback-dead": "RollbackReadsDead",
     "raw-beyond-dead": "RawIdBeyondTokenizerDead",
 }
+# --bug NAME for bugs that no committed vector catches (each passes every fixed vector: conform_tests
+# RandomConformance shows it), found by the random cases instead (spec/conformance.md §CONF.7).
+RANDOM_ONLY_BUGS = {
+    "ngram-cap-4": "a fixed 4-slot window: n-gram orders above 4 read pad beyond the 4th slot",
+    "heads-cap-8": "8 head slots per order: head h >= 8 reuses head h - 8's prime and offset",
+    "seed-low-32": "the layer seed kept in 32 bits: seed + 10007 * layer_id taken mod 2^32",
+    "rollback-ring-short": "a history ring one id short (max - 2 + capacity): rollback by the full capacity refused",
+}
 BUG = None
 CLAIMED_SUITES = SUITES  # --claim: what the handshake claims (a port claims what it implements)
 CLAIMED_PROFILES = ["v4.1", "demo-v1"]  # --profiles
@@ -117,7 +130,10 @@ def multipliers(seed, layer_id, v, max_ngram):
     int32 = BUG == "int32-multipliers"
     if seed < 0 or layer_id < 0:
         raise ValueError("seed and layer id must be >= 0")
-    rng = np.random.default_rng(seed + 10007 * layer_id)
+    layer_seed = seed + 10007 * layer_id
+    if BUG == "seed-low-32":
+        layer_seed &= 0xFFFFFFFF
+    rng = np.random.default_rng(layer_seed)
     r = rng.integers(0, multiplier_bound(v, int32), size=max_ngram, dtype=np.int32 if int32 else np.int64)
     return [int(x) * 2 + 1 for x in r]
 
@@ -275,6 +291,8 @@ def hash_rows(layout, history, position, ids):
         else:
             blocked = before
         tokens.append(np.where(blocked, pad, x))
+        if BUG == "ngram-cap-4" and s >= 4:
+            tokens[s] = np.full(n, pad, dtype=np.int64)
     cols = (w - 1) * layout["heads"]
     out = np.zeros((n, len(layout["layers"]), cols), dtype=np.int64)
     with np.errstate(over="ignore"):
@@ -284,12 +302,15 @@ def hash_rows(layout, history, position, ids):
             col = 0
             for k in range(1, w):
                 rolling = np.bitwise_xor(rolling, tokens[k] * m[k])
-                for p in l["primes"][k - 1]:
+                for hi, p in enumerate(l["primes"][k - 1]):
+                    offset = l["offsets"][col]
+                    if BUG == "heads-cap-8" and hi >= 8:
+                        p, offset = l["primes"][k - 1][hi % 8], l["offsets"][col - hi + hi % 8]
                     if BUG == "truncated-mod":
                         res = np.fmod(rolling, np.int64(p))
                     else:
                         res = np.mod(rolling, np.int64(p))
-                    out[:, li, col] = res + l["offsets"][col]
+                    out[:, li, col] = res + offset
                     col += 1
     keep = w - 1
     new_history = list(seen[-keep:]) if keep > 0 and len(seen) else []
@@ -307,7 +328,8 @@ class State:
         hist = self.recent[-w:] if w else []
         hist = hist[-min(self.position, w):] if self.position else []
         rows, _ = hash_rows(self.layout, hist, self.position, ids)
-        self.recent = (self.recent + list(ids))[-(w + self.capacity):] if (w + self.capacity) else []
+        keep = w + self.capacity - (1 if BUG == "rollback-ring-short" and self.capacity > 0 else 0)
+        self.recent = (self.recent + list(ids))[-keep:] if keep else []
         self.position += len(ids)
         return rows.tolist()
 
@@ -1271,8 +1293,10 @@ def handle(req):
 def main():
     global BUG, CONTRACT, CLAIMED_SUITES, CLAIMED_PROFILES, UNSUPPORTED_TYPES
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bug", choices=list(BUGS))
+    ap.add_argument("--bug", choices=list(BUGS) + list(RANDOM_ONLY_BUGS))
     ap.add_argument("--list-bugs", action="store_true", help="print {bug: flag} as JSON and exit")
+    ap.add_argument("--list-random-bugs", action="store_true",
+                    help="print {bug: what it does} for the bugs only the random cases find, as JSON, and exit")
     ap.add_argument("--claim", nargs="+", choices=SUITES, metavar="SUITE",
                     help="claim only these suites in the handshake (the others are skipped as not claimed)")
     ap.add_argument("--profiles", nargs="+", choices=["v4.1", "demo-v1"],
@@ -1287,6 +1311,9 @@ def main():
     UNSUPPORTED_TYPES = set(args.unsupported)
     if args.list_bugs:
         print(json.dumps(BUGS))
+        return
+    if args.list_random_bugs:
+        print(json.dumps(RANDOM_ONLY_BUGS))
         return
     if args.contract:
         with open(args.contract, encoding="utf-8") as f:

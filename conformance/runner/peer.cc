@@ -44,7 +44,7 @@ std::set<std::string> NameList(const json& hello, const std::string& key, const 
     const std::string name = v.get<std::string>();
     if (name != "*" && allowed.count(name) == 0) {
       throw Error("handshake failed: the implementation claims " + what.substr(0, what.size() - 1) + " \"" + name +
-                  "\", which these vectors do not have (they have: " + Joined(allowed) + ")");
+                  "\", which is not one of the protocol's (" + Joined(allowed) + ")");
     }
     out.insert(name);
   }

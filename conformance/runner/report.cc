@@ -82,6 +82,7 @@ void PrintSummary(const std::vector<TestResult>& results, const Verdict& verdict
   if (auto it = verdict.diagnoses.find(""); it != verdict.diagnoses.end()) {
     for (const std::string& d : it->second) out << "diagnosis: " << Indented(d, "    ") << "\n";
   }
+  for (const std::string& line : verdict.random_lines) out << line << "\n";
   for (const std::string& p : verdict.problems) out << "FAILED: " << p << "\n";
   out << verdict.Line() << "\n";
 }
@@ -102,7 +103,9 @@ std::string JsonReport(const json& hello, const std::vector<TestResult>& results
     suites[suite] = {{"passed", c.passed}, {"failed", c.failed}, {"skipped", c.skipped}, {"expectedFail", c.expected_fail},
                      {"stale", c.stale}};
   }
-  json report = {{"implementation", hello}, {"verdict", v}, {"suites", suites}, {"results", json::array()}};
+  json report = {{"implementation", hello}, {"verdict", v}, {"suites", suites}};
+  if (!verdict.random.is_null()) report["random"] = verdict.random;  // §CONF.7
+  report["results"] = json::array();
   for (const TestResult& r : results) {
     json e = {{"suite", r.suite}, {"tcId", r.tc_id}, {"status", r.status}, {"reason", r.reason},
               {"detail", r.detail}, {"flags", r.flags}, {"seconds", r.seconds}};

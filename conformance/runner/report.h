@@ -34,6 +34,9 @@ struct Verdict {
   // §CONF.4 catalogued divergences the failures match: suite -> lines.
   std::map<std::string, std::vector<std::string>> diagnoses;
   bool strict_stale = false;
+  // §CONF.7 the random phase: summary lines, and its --report-json object.
+  std::vector<std::string> random_lines;
+  nlohmann::ordered_json random;
   bool Ok() const;
   std::string Line() const;  // "conformance: OK: ..." or "conformance: FAILED: ..."
 };

@@ -18,13 +18,16 @@
 #include <sstream>
 
 #include "conformance/cli/fileio.h"
+#include "conformance/runner/judge.h"
 #include "conformance/runner/peer.h"
+#include "conformance/runner/random_run.h"
 #include "conformance/runner/report.h"
 #include "reference/bad_inputs.h"
 #include "reference/contract.h"
 #include "reference/error.h"
 #include "reference/token_map.h"
 #include "vectors/generator.h"
+#include "vectors/random.h"
 
 namespace engram::conform {
 namespace {
@@ -310,164 +313,6 @@ struct Run {
   std::map<std::string, std::vector<std::string>> suite_problems;
 };
 
-TestResult NewResult(const std::string& suite, const json& t) {
-  TestResult r;
-  r.suite = suite;
-  r.tc_id = t.value("tcId", int64_t{0});
-  r.status = "pass";
-  r.flags = t.value("flags", std::vector<std::string>{});
-  r.valid = t.value("result", "") == "valid";
-  return r;
-}
-
-void Skip(TestResult& r, const std::string& kind, const std::string& detail) {
-  r.status = "skipped";
-  r.reason = kind;
-  r.detail = detail;
-}
-
-void Fail(TestResult& r, const std::string& reason, const std::string& detail) {
-  r.status = "fail";
-  r.reason = reason;
-  r.detail = detail;
-}
-
-// The key and the first index of a difference's path ("rows[3][1][17]:
-// expected ..." -> "rows", 3); index -1 when the path has none.
-std::pair<std::string, int64_t> FirstIndex(const std::string& difference) {
-  const size_t colon = difference.find(": ");
-  const size_t open = difference.find('[');
-  if (open == std::string::npos || (colon != std::string::npos && open > colon)) return {"", -1};
-  int64_t v = 0;
-  size_t i = open + 1;
-  for (; i < difference.size() && std::isdigit(static_cast<unsigned char>(difference[i])); ++i) v = v * 10 + (difference[i] - '0');
-  if (i == open + 1 || i >= difference.size() || difference[i] != ']') return {"", -1};
-  return {difference.substr(0, open), v};
-}
-
-// The element of a per-position (or per-stream) intermediate list that the
-// failing element `at` of output `key` belongs to: the same index when the
-// output has one entry per intermediate (HashTest rows), at / (N / M) when
-// the output is the M entries' values flattened (V41GateTest out: hc streams
-// of dim values), else -1 (show the whole intermediate).
-int64_t IntermediateIndex(const json& expected, const std::string& key, int64_t at, size_t intermediates) {
-  if (at < 0 || intermediates == 0) return -1;
-  if (key == "intermediate") return at < static_cast<int64_t>(intermediates) ? at : -1;
-  if (!expected.contains(key)) return -1;
-  const json& out = expected[key].is_object() && expected[key].contains("float64") ? expected[key]["float64"] : expected[key];
-  if (!out.is_array() || out.empty() || out.size() % intermediates != 0) return -1;
-  const int64_t per = static_cast<int64_t>(out.size() / intermediates);
-  return at < static_cast<int64_t>(out.size()) ? at / per : -1;
-}
-
-// An intermediate value for people: an object one key per line (each cut at
-// 1000 characters), anything else on the same line.
-std::string Values(const json& v) {
-  if (!v.is_object()) return " " + Short(v, 2000);
-  std::string out;
-  for (const auto& [key, value] : v.items()) out += "\n  " + key + ": " + Short(value, 1000);
-  return out;
-}
-
-// §CONF.4 What a failing valid test shows: where the computation first goes
-// wrong (the first differing intermediate, when the implementation returned
-// its intermediates), then the first differing output, then the vector's
-// intermediate values at that position. "" when everything matches.
-std::string Mismatch(const std::string& type, const json& group, const json& test, const SplitTest& split,
-                     const json& outputs, std::string& reason) {
-  // The outputs first, without the returned intermediates (compared on their
-  // own below); the expected intermediates stay: §FUS.9 reads the dots there.
-  json returned_outputs = outputs;
-  returned_outputs.erase("intermediate");
-  const std::string d_out = CompareOrdered(type, group, split.expected, returned_outputs);
-  const bool traced = !group.contains("tolerance");  // §CONF.1 float traces are shown, never compared
-  std::string d_int;
-  if (traced && split.expected.contains("intermediate") && outputs.contains("intermediate")) {
-    d_int = FirstDifference(split.expected["intermediate"], outputs["intermediate"], "intermediate");
-  }
-  if (d_out.empty() && d_int.empty()) return "";
-  const bool missing = d_out.rfind("missing output", 0) == 0 ||
-                       (d_out.size() > 9 && d_out.compare(d_out.size() - 9, 9, ": missing") == 0);
-  reason = missing ? "missing output" : "mismatch";
-  std::string detail;
-  if (!d_int.empty()) detail += "first difference in the intermediates (where the computation goes wrong): " + d_int + "\n";
-  detail += "first difference in the outputs: " + (d_out.empty() ? std::string("none (only the intermediates differ)") : d_out);
-  if (test.contains("intermediate")) {
-    const json& inter = test["intermediate"];
-    const auto [key, index] = FirstIndex(d_int.empty() ? d_out : d_int);
-    const int64_t at = inter.is_array() ? IntermediateIndex(split.expected, key, index, inter.size()) : -1;
-    if (at >= 0) {
-      const std::string name = "intermediate[" + std::to_string(at) + "]";
-      detail += "\nexpected " + name + ":" + Values(inter[static_cast<size_t>(at)]);
-      const json returned = outputs.value("intermediate", json());
-      if (returned.is_array() && static_cast<size_t>(at) < returned.size()) {
-        detail += "\nreturned " + name + ":" + Values(returned[static_cast<size_t>(at)]);
-      }
-    } else {
-      detail += "\nexpected intermediate:" + Values(inter);
-    }
-  }
-  for (const auto& [key, value] : test.items()) {  // §CONF.1 informative outputs, shown not compared
-    if (key != "error" && IsInformative(type, key)) detail += "\n" + key + " (informative): " + Short(value);
-  }
-  return detail;
-}
-
-// §CONF.4 The test's outcome from the implementation's answer.
-void Judge(TestResult& r, const std::string& type, const json& group, const json& test, const SplitTest& split,
-           const Peer::Reply& reply) {
-  const bool valid = test.value("result", "") == "valid";
-  if (!reply.failure.empty()) {
-    Fail(r, reply.failure, reply.detail);
-    return;
-  }
-  const json& body = reply.body;
-  // §CONF.2 item 3: an answer is exactly one of the three; anything else
-  // ({"outputs": ..., "unsupported": ...}) is garbage, never a skip.
-  const int kinds = int{body.contains("outputs")} + int{body.contains("refused")} + int{body.contains("unsupported")};
-  if (kinds != 1) {
-    Fail(r, "garbage", "the answer must hold exactly one of outputs / refused / unsupported, it holds " +
-                           std::to_string(kinds) + ": " + Short(body));
-    r.returned = body;
-    return;
-  }
-  if (body.contains("unsupported")) {
-    Skip(r, "unsupported", "unsupported: " + Short(body["unsupported"]));
-  } else if (body.contains("refused")) {
-    if (valid) {
-      Fail(r, "refused valid input", "the implementation refused: " + Short(body["refused"], 400));
-      r.returned = body;
-    }
-  } else if (!body["outputs"].is_object()) {
-    Fail(r, "garbage", "the answer's outputs are not a JSON object: " + Short(body));
-    r.returned = body;
-  } else if (!valid) {
-    std::string detail = "the vector marks this input invalid (it must be refused), but the implementation returned outputs: " +
-                         Short(body["outputs"], 400);
-    if (test.contains("error") && test["error"].is_string()) detail += "\nthe reference says: " + test["error"].get<std::string>();
-    Fail(r, "accepted invalid input", detail);
-    r.returned = body["outputs"];
-  } else {
-    std::string reason;
-    const std::string detail = Mismatch(type, group, test, split, body["outputs"], reason);
-    if (!detail.empty()) {
-      Fail(r, reason, detail);
-      r.returned = body["outputs"];
-    }
-  }
-}
-
-// §CONF.4 The test's flags, as what else the test guards (not a diagnosis).
-void AddFlags(TestResult& r, const json& notes) {
-  if (r.status != "fail" || r.flags.empty()) return;
-  std::string list;
-  for (const std::string& f : r.flags) {
-    list += (list.empty() ? "" : ", ") + f;
-    if (notes.contains(f)) list += " (" + notes[f].value("bugType", "") + ")";
-  }
-  r.detail += "\nthis test also guards: " + list;
-}
-
 void ApplyExpectFail(const Run& run, TestResult& r) {
   if (!run.expect_fail.Contains(r.suite, r.tc_id)) return;
   if (r.status == "fail") {
@@ -588,14 +433,9 @@ void RunSuite(Run& run, const SuiteFile& file) {
           }
         }
       } else {
-        const SplitTest split = SplitOrdered(type, t);
-        const auto t0 = std::chrono::steady_clock::now();
-        const Peer::Reply reply = run.peer.Call(
-            {{"op", "test"}, {"suite", file.name}, {"type", type}, {"tcId", r.tc_id}, {"group", g}, {"test", split.inputs}},
-            o.timeout);
-        r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        Peer::Reply reply;
+        r = CallTest(run.peer, o.timeout, file.name, file.name, r.tc_id, g, t, &reply);
         guard.Note(reply, r.tc_id);
-        Judge(r, type, g, t, split, reply);
       }
       AddFlags(r, notes);
       ApplyExpectFail(run, r);
@@ -707,6 +547,7 @@ Verdict Decide(const Run& run) {
     return s.empty() ? std::string("no test in scope") : s;
   };
   for (const SuiteFile& file : run.vectors.suites) {
+    if (run.options.random_only) break;  // the vectors did not run; the random suites are checked below
     const std::string& suite = file.name;
     const bool requested = run.options.suites.count(suite) != 0;
     if (!requested && sent[suite] == 0) continue;  // not claimed, not asked for: nothing to say
@@ -718,6 +559,19 @@ Verdict Decide(const Run& run) {
     v.suite_problems[suite].push_back(
         std::string(requested ? "requested with --suite" : "answered by the implementation") +
         ", but no valid test of it passed (" + untested(suite) + ")");
+  }
+  // §CONF.7 the same for the random cases of a suite asked for with --suite
+  // or answered by the implementation.
+  if (run.options.random_cases > 0) {
+    for (const vectors::RandomSuite& gen : vectors::RandomSuites()) {
+      const std::string label = "random:" + gen.suite;
+      const bool requested = run.options.suites.count(gen.suite) != 0;
+      if (!requested && sent[label] == 0) continue;
+      if (!run.options.suites.empty() && !requested) continue;
+      if (tested[label] > 0 || v.suites[label].failed > 0) continue;
+      v.suite_problems[label].push_back(std::string(requested ? "requested with --suite" : "answered by the implementation") +
+                                        ", but no valid random case of it passed (" + untested(label) + ")");
+    }
   }
   v.tested = tested_total;
   if (tested_total == 0) {
@@ -759,6 +613,16 @@ int RunConformance(const Options& options, std::ostream& out) {
       }
     }
     expect_fail = LoadExpectFail(options.expect_fail, *vectors);
+    CheckSaveFailures(options.save_failures);
+    if (options.random_only) {
+      for (const std::string& s : options.suites) {
+        if (vectors::FindRandomSuite(s) == nullptr) {
+          std::string have;
+          for (const vectors::RandomSuite& r : vectors::RandomSuites()) have += (have.empty() ? "" : ", ") + r.suite;
+          throw Error("--suite " + s + " --random-only: the suite has no random generator (those with one: " + have + ")");
+        }
+      }
+    }
   } catch (const Error& e) {
     std::cerr << "engram conform: " << e.what() << "\n";
     return 2;
@@ -768,20 +632,44 @@ int RunConformance(const Options& options, std::ostream& out) {
   json hello;
   try {
     hello = peer.Hello();
-    run.claims = CheckHello(hello, vectors->Names());
+    // §CONF.2 claims are checked against the protocol's suites, not against the
+    // files in this directory: a directory of saved failures (§CONF.7) holds
+    // one suite, and a port claiming more is still the same port.
+    const std::vector<std::string> protocol = vectors::SuiteNames();
+    run.claims = CheckHello(hello, std::set<std::string>(protocol.begin(), protocol.end()));
   } catch (const Error& e) {
     std::cerr << "engram conform: " << e.what() << "\n";
     return 2;
   }
   out << "implementation: " << Short(json(run.claims.name)) << " " << Short(json(run.claims.version)) << "\n";
 
-  RunContracts(run);
-  for (const SuiteFile& file : vectors->suites) {
-    if (options.suites.empty() || options.suites.count(file.name)) RunSuite(run, file);
+  if (!options.random_only) {
+    RunContracts(run);
+    for (const SuiteFile& file : vectors->suites) {
+      if (options.suites.empty() || options.suites.count(file.name)) RunSuite(run, file);
+    }
+  }
+  RandomRun random;
+  if (options.random_cases > 0) {
+    random = RunRandom(options, peer, run.claims, std::cerr);
+    for (TestResult& r : random.results) run.results.push_back(std::move(r));
+    for (const auto& [suite, list] : random.suite_problems) {
+      for (const std::string& p : list) run.suite_problems[suite].push_back(p);
+    }
   }
   peer.Bye();
 
   Verdict verdict = Decide(run);
+  verdict.random_lines = random.lines;
+  if (options.random_cases > 0) verdict.random = random.report;
+  try {
+    std::ostringstream saved;
+    SaveFailures(options, random, saved);
+    std::string line = saved.str();
+    if (!line.empty()) verdict.random_lines.push_back(line.substr(0, line.size() - 1));
+  } catch (const Error& e) {
+    verdict.problems.push_back(std::string("the failing random cases could not be saved: ") + e.what());
+  }
   // The reports are staged (written and flushed beside their targets) before
   // either is renamed into place and before the verdict is printed: a report
   // that cannot be written turns the verdict, and both reports say the same.

@@ -32,6 +32,17 @@ struct Options {
   // stopped (its remaining tests are not run) and fails; 0: never stop.
   int max_consecutive_timeouts = 3;
   bool strict_stale = false;
+  // §CONF.7 Randomized conformance: `random_cases` cases per suite that has a
+  // generator, drawn from `random_seed`, after the fixed vectors (or alone).
+  int64_t random_cases = 0;
+  uint64_t random_seed = 0;
+  bool random_only = false;
+  std::filesystem::path save_failures;  // the shrunk failing cases, as a vectors directory
+  int max_random_failures = 1;          // per suite: stop drawing after this many failing cases
+  int64_t shrink_calls = 2000;          // the most implementation calls spent shrinking one failure
+  // The options that select the implementation ("--lib L" or "--exec 'CMD'"),
+  // for the replay lines.
+  std::string implementation_args;
 };
 
 // One test's outcome (§CONF.4).

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "conformance/runner/conform_test_util.h"
 #include "conformance/runner/process.h"
 #include "conformance/runner/runner.h"
 
@@ -29,61 +30,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::HasSubstr;
 using testing::Not;
-
-struct Result {
-  int exit_code;
-  std::string out;
-};
-
-// One scratch directory per test process, removed when the process ends
-// (a passing or failing run leaves nothing in /tmp).
-struct ScratchDir {
-  fs::path path = fs::temp_directory_path() / ("engram_conform_test_" + std::to_string(::getpid()));
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-fs::path Dir() {
-  static ScratchDir dir;
-  fs::create_directories(dir.path);
-  return dir.path;
-}
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-Result Conform(const std::string& args) {
-  const fs::path out = Dir() / "out.txt";
-  const std::string cmd = std::string(ENGRAM_CLI) + " conform " + args + " >" + out.string() + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(out)};
-}
-
-// stdout and stderr apart.
-struct Split {
-  int exit_code;
-  std::string out, err;
-};
-Split ConformSplit(const std::string& args) {
-  const fs::path out = Dir() / "split.out", err = Dir() / "split.err";
-  const std::string cmd = std::string(ENGRAM_CLI) + " conform " + args + " >" + out.string() + " 2>" + err.string();
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(out), Slurp(err)};
-}
-
-const std::string kVectors = std::string(ENGRAM_SOURCE_DIR) + "/vectors";
-const std::string kAdapter = std::string(ENGRAM_SOURCE_DIR) + "/conformance/examples/numpy_adapter.py";
-
-std::string Python() {
-  const char* p = std::getenv("ENGRAM_PYTHON");
-  return p == nullptr ? "" : p;
-}
+using namespace engram::conform::test;
 
 TEST(Conform, ReferencePluginPassesEverythingItClaims) {
   const fs::path report = Dir() / "ref.json";
@@ -375,7 +322,7 @@ TEST(Verdict, CatIsNotAPeer) {
 // §CONF.2, §CONF.3: an implementation whose claims cannot be trusted does not run.
 TEST(Verdict, UntrustworthyInfoCannotStart) {
   const std::pair<int, std::string> cases[] = {{1, "ABI version 99 is not 1"},
-                                               {2, "claims suite \"nope\", which these vectors do not have"},
+                                               {2, "claims suite \"nope\", which is not one of the protocol's"},
                                                {3, "name is not valid UTF-8"},
                                                {4, "suites is empty"}};
   for (const auto& [variant, message] : cases) {
@@ -389,7 +336,7 @@ TEST(Verdict, UntrustworthyInfoCannotStart) {
   // The same through the protocol: an unknown suite, a profile that does not exist.
   const Split nope = ConformSplit("--vectors " + kVectors + " " + ShellPeer("nope", "[\"nope\"]", kUnsupported));
   EXPECT_EQ(nope.exit_code, 2) << nope.err;
-  EXPECT_THAT(nope.err, HasSubstr("\"nope\", which these vectors do not have"));
+  EXPECT_THAT(nope.err, HasSubstr("\"nope\", which is not one of the protocol's"));
 }
 
 const nlohmann::ordered_json& VectorFile(const std::string& suite) {

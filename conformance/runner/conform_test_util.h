@@ -1,0 +1,76 @@
+// What the end-to-end tests of `engram conform` share (runner_test.cc,
+// random_test.cc): running the CLI, a scratch directory, the paths.
+#ifndef ENGRAM_CONFORMANCE_RUNNER_CONFORM_TEST_UTIL_H_
+#define ENGRAM_CONFORMANCE_RUNNER_CONFORM_TEST_UTIL_H_
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace engram::conform::test {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code;
+  std::string out;
+};
+
+// One scratch directory per test process, removed when the process ends
+// (a passing or failing run leaves nothing in /tmp).
+struct ScratchDir {
+  fs::path path = fs::temp_directory_path() / ("engram_conform_test_" + std::to_string(::getpid()));
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+inline fs::path Dir() {
+  static ScratchDir dir;
+  fs::create_directories(dir.path);
+  return dir.path;
+}
+
+inline std::string Slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline Result Conform(const std::string& args) {
+  const fs::path out = Dir() / "out.txt";
+  const std::string cmd = std::string(ENGRAM_CLI) + " conform " + args + " >" + out.string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(out)};
+}
+
+// stdout and stderr apart.
+struct Split {
+  int exit_code;
+  std::string out, err;
+};
+inline Split ConformSplit(const std::string& args) {
+  const fs::path out = Dir() / "split.out", err = Dir() / "split.err";
+  const std::string cmd = std::string(ENGRAM_CLI) + " conform " + args + " >" + out.string() + " 2>" + err.string();
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(out), Slurp(err)};
+}
+
+inline const std::string kVectors = std::string(ENGRAM_SOURCE_DIR) + "/vectors";
+inline const std::string kAdapter = std::string(ENGRAM_SOURCE_DIR) + "/conformance/examples/numpy_adapter.py";
+
+inline std::string Python() {
+  const char* p = std::getenv("ENGRAM_PYTHON");
+  return p == nullptr ? "" : p;
+}
+
+}  // namespace engram::conform::test
+
+#endif  // ENGRAM_CONFORMANCE_RUNNER_CONFORM_TEST_UTIL_H_

@@ -1,0 +1,40 @@
+// spec/conformance.md §CONF.4 — one test's outcome from the implementation's
+// answer: what the fixed vectors and the random cases (§CONF.7) share.
+#ifndef ENGRAM_CONFORMANCE_RUNNER_JUDGE_H_
+#define ENGRAM_CONFORMANCE_RUNNER_JUDGE_H_
+
+#include <chrono>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "conformance/runner/compare.h"
+#include "conformance/runner/peer.h"
+#include "conformance/runner/runner.h"
+
+namespace engram::conform {
+
+// A result for test `t` of `suite`: status pass until judged.
+TestResult NewResult(const std::string& suite, const nlohmann::ordered_json& t);
+void Skip(TestResult& r, const std::string& kind, const std::string& detail);
+void Fail(TestResult& r, const std::string& reason, const std::string& detail);
+
+// §CONF.4 Judges the implementation's `reply` to `test` of a group of type
+// `type` (`group` without its tests; `split` = SplitOrdered(type, test)).
+void Judge(TestResult& r, const std::string& type, const nlohmann::ordered_json& group,
+           const nlohmann::ordered_json& test, const SplitTest& split, const Peer::Reply& reply);
+
+// §CONF.4 Appends the test's flags to a failure's detail, as what else the
+// test guards (not a diagnosis).
+void AddFlags(TestResult& r, const nlohmann::ordered_json& notes);
+
+// Sends `test` of `group` (op "test", §CONF.2) as tcId `tc_id` of `suite` and
+// judges the answer; the result is labelled `label` (the suite, or the random
+// cases' "random:<suite>"). `reply_out`, when given, receives the reply.
+TestResult CallTest(Peer& peer, std::chrono::milliseconds timeout, const std::string& suite, const std::string& label,
+                    int64_t tc_id, const nlohmann::ordered_json& group, const nlohmann::ordered_json& test,
+                    Peer::Reply* reply_out = nullptr);
+
+}  // namespace engram::conform
+
+#endif  // ENGRAM_CONFORMANCE_RUNNER_JUDGE_H_

@@ -1,0 +1,224 @@
+// spec/conformance.md §CONF.7 — the runner's random phase.
+#include "conformance/runner/random_run.h"
+
+#include <chrono>
+#include <sstream>
+
+#include "conformance/runner/judge.h"
+#include "reference/error.h"
+#include "vectors/generator.h"
+
+namespace engram::conform {
+namespace {
+
+using json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+std::string Label(const std::string& suite) { return "random:" + suite; }
+
+// Whether the implementation is asked this case at all: its suite is claimed
+// (checked by the caller), and so is the case's profile, and --profile lets it.
+bool InScope(const Options& o, const Claims& claims, const vectors::RandomCase& c) {
+  if (c.profile.empty()) return true;
+  if (o.profile && c.profile != *o.profile) return false;
+  return claims.Profile(c.profile);
+}
+
+// The case as the implementation sees it: the group, the test with its tcId.
+TestResult Ask(const Options& o, Peer& peer, const std::string& suite, int64_t tc_id, const vectors::RandomCase& c,
+               Peer::Reply* reply) {
+  json test = {{"tcId", tc_id}, {"comment", ""}, {"flags", json::array()}, {"specRef", c.spec_refs}};
+  for (const auto& [k, v] : c.test.items()) test[k] = v;
+  return CallTest(peer, o.timeout, suite, Label(suite), tc_id, c.group, test, reply);
+}
+
+struct Shrunk {
+  vectors::RandomCase best;
+  TestResult result;
+  int steps = 0;      // accepted shrink steps
+  int64_t calls = 0;  // implementation calls spent
+};
+
+// §CONF.7 Greedy shrinking: take the first candidate (smaller by the case's
+// measure, buildable, in scope) that still fails for the same reason, and
+// start again from it; stop when no candidate fails or the budget is spent.
+// A candidate that fails differently (a timeout where there was a mismatch)
+// is another bug, not a smaller instance of this one, and is not taken; so is
+// an input that must be refused for another rule than the original (the
+// reference's error up to its first digit differs). Shrinking stops after
+// --max-timeouts unanswered calls in a row: a hanging port must not spend the
+// whole budget at the timeout each.
+Shrunk Shrink(const Options& o, Peer& peer, const Claims& claims, const vectors::RandomSuite& gen, int64_t tc_id,
+              const vectors::RandomCase& failing, const TestResult& first) {
+  Shrunk s{failing, first, 0, 0};
+  auto rule = [](const vectors::RandomCase& c) {
+    const std::string e = c.test.value("error", "");
+    return e.substr(0, e.find_first_of("0123456789"));
+  };
+  const std::string first_rule = rule(failing);
+  int unanswered = 0;
+  bool progress = true;
+  while (progress && s.calls < o.shrink_calls) {
+    progress = false;
+    for (const json& recipe : gen.shrink(s.best.recipe)) {
+      vectors::RandomCase cand;
+      try {
+        cand = gen.build(recipe);
+      } catch (const Error&) {
+        continue;  // a recipe the generator cannot build (an empty layout, ...)
+      }
+      if (cand.measure >= s.best.measure || !InScope(o, claims, cand)) continue;
+      if (cand.test.value("result", "") != failing.test.value("result", "") || rule(cand) != first_rule) continue;
+      Peer::Reply reply;
+      TestResult r = Ask(o, peer, gen.suite, tc_id, cand, &reply);
+      ++s.calls;
+      unanswered = reply.answered ? 0 : unanswered + 1;
+      if (o.max_consecutive_timeouts > 0 && unanswered >= o.max_consecutive_timeouts) return s;
+      if (r.status == "fail" && r.reason == s.result.reason) {
+        s.best = std::move(cand);
+        s.result = std::move(r);
+        ++s.steps;
+        progress = true;
+        break;
+      }
+      if (s.calls >= o.shrink_calls) break;
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string Quoted(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") ==
+                        std::string::npos) {
+    return s;
+  }
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+void CheckSaveFailures(const fs::path& dir) {
+  if (dir.empty()) return;
+  std::error_code ec;
+  if (fs::exists(dir, ec)) {
+    if (!fs::is_directory(dir, ec)) throw Error("--save-failures " + dir.string() + ": exists and is not a directory");
+    if (!fs::is_empty(dir, ec)) throw Error("--save-failures " + dir.string() + ": is not empty (the failures are written into a new or empty directory)");
+    return;
+  }
+  const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
+  if (!fs::is_directory(parent, ec)) throw Error("--save-failures " + dir.string() + ": the directory " + parent.string() + " does not exist");
+}
+
+std::string ReplayLine(const Options& o) {
+  std::string line = "engram conform --vectors " + Quoted(o.vectors.string()) + " " + o.implementation_args + " --random " + std::to_string(o.random_cases) + " --seed " + std::to_string(o.random_seed) +
+                     " --random-only";
+  for (const std::string& s : o.suites) line += " --suite " + Quoted(s);
+  if (o.profile) line += " --profile " + *o.profile;
+  return line;
+}
+
+RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ostream& progress) {
+  RandomRun out;
+  out.report = {{"seed", o.random_seed}, {"casesPerSuite", o.random_cases}, {"generator", vectors::kRandomVersion},
+                {"specVersion", vectors::kSpecVersion}, {"replay", ReplayLine(o)}, {"suites", json::object()}};
+  out.lines.push_back("random: seed " + std::to_string(o.random_seed) + ", " + std::to_string(o.random_cases) +
+                      " cases per suite (" + vectors::kRandomVersion + ", spec " + vectors::kSpecVersion + ")");
+  const auto start = Clock::now();
+  auto last_progress = start;
+  for (const vectors::RandomSuite& gen : vectors::RandomSuites()) {
+    if (!o.suites.empty() && o.suites.count(gen.suite) == 0) continue;
+    if (!claims.Suite(gen.suite)) continue;
+    int64_t drawn = 0, asked = 0, out_of_scope = 0, failures = 0, unanswered_in_a_row = 0;
+    std::string stopped;  // why drawing stopped early
+    json shrunk_report = json::array();
+    for (int64_t i = 0; i < o.random_cases; ++i) {
+      vectors::RandomCase c;
+      try {
+        c = vectors::DrawCase(gen, o.random_seed, i);
+      } catch (const Error& e) {  // a generator bug: say so, never skip quietly
+        out.suite_problems[Label(gen.suite)].push_back("case " + std::to_string(i + 1) + " could not be generated: " + e.what());
+        stopped = "a generator error";
+        break;
+      }
+      ++drawn;
+      if (!InScope(o, claims, c)) {
+        ++out_of_scope;
+        continue;
+      }
+      ++asked;
+      Peer::Reply reply;
+      TestResult r = Ask(o, peer, gen.suite, i + 1, c, &reply);
+      unanswered_in_a_row = reply.answered ? 0 : unanswered_in_a_row + (reply.counts_as_timeout ? 1 : 0);
+      if (r.status == "fail") {
+        ++failures;
+        const Shrunk s = Shrink(o, peer, claims, gen, i + 1, c, r);
+        TestResult f = s.result;
+        f.tc_id = i + 1;
+        f.detail = "random case " + std::to_string(i + 1) + " of seed " + std::to_string(o.random_seed) + " (" + c.type +
+                   "): before shrinking " + c.size + "; after " + std::to_string(s.steps) + " shrink step(s) (" +
+                   std::to_string(s.calls) + " calls) " + s.best.size + "\n" + f.detail;
+        shrunk_report.push_back({{"case", i + 1}, {"type", c.type}, {"reason", r.reason}, {"before", c.size},
+                                 {"after", s.best.size}, {"shrinkSteps", s.steps}, {"shrinkCalls", s.calls},
+                                 {"measureBefore", c.measure}, {"measureAfter", s.best.measure}});
+        out.failing[gen.suite].push_back(s.best);
+        out.comments[gen.suite].push_back("random case " + std::to_string(i + 1) + " of seed " + std::to_string(o.random_seed) +
+                                          " (" + vectors::kRandomVersion + ", spec " + vectors::kSpecVersion +
+                                          "), shrunk from " + c.size + " to " + s.best.size);
+        out.results.push_back(std::move(f));
+      } else {
+        out.results.push_back(std::move(r));
+      }
+      const auto now = Clock::now();
+      if (now - last_progress >= std::chrono::seconds(2)) {
+        last_progress = now;
+        progress << "random: " << gen.suite << " " << (i + 1) << "/" << o.random_cases << " cases, " << failures
+                 << " failing, " << std::chrono::duration<double>(now - start).count() << " s elapsed\n"
+                 << std::flush;
+      }
+      if (o.max_consecutive_timeouts > 0 && unanswered_in_a_row >= o.max_consecutive_timeouts) {
+        out.suite_problems[Label(gen.suite)].push_back("stopped after " + std::to_string(unanswered_in_a_row) +
+                                                       " consecutive unanswered cases (--max-timeouts)");
+        stopped = "--max-timeouts";
+        break;
+      }
+      if (o.max_random_failures > 0 && failures >= o.max_random_failures) {
+        stopped = "--max-random-failures";
+        break;
+      }
+    }
+    std::string line = "random: " + gen.suite + ": " + std::to_string(asked) + " case(s) asked";
+    if (out_of_scope > 0) line += ", " + std::to_string(out_of_scope) + " of another profile not asked";
+    if (failures > 0) line += ", " + std::to_string(failures) + " failing";
+    if (!stopped.empty() && drawn < o.random_cases) line += " (stopped after case " + std::to_string(drawn) + ": " + stopped + ")";
+    out.lines.push_back(line);
+    for (const json& s : shrunk_report) {
+      out.lines.push_back("random: " + gen.suite + " case " + s["case"].dump() + " (" + s["type"].get<std::string>() +
+                          ", " + s["reason"].get<std::string>() + "): shrunk from " + s["before"].get<std::string>() +
+                          " to " + s["after"].get<std::string>());
+    }
+    out.report["suites"][gen.suite] = {{"drawn", drawn}, {"asked", asked}, {"otherProfile", out_of_scope},
+                                       {"failing", failures}, {"shrunk", shrunk_report}};
+  }
+  out.lines.push_back("random: replay with: " + ReplayLine(o));
+  return out;
+}
+
+void SaveFailures(const Options& o, const RandomRun& run, std::ostream& log) {
+  if (o.save_failures.empty() || run.failing.empty()) return;
+  std::vector<std::string> suites;
+  for (const auto& [suite, cases] : run.failing) suites.push_back(suite);
+  auto doc = [&](const std::string& suite) {
+    return vectors::RandomCasesDoc(*vectors::FindRandomSuite(suite), run.failing.at(suite), run.comments.at(suite),
+                                   {"Failing random cases of one engram conform run, shrunk (spec/conformance.md §CONF.7).",
+                                    "Generated by: " + ReplayLine(o)});
+  };
+  std::ostringstream quiet;
+  vectors::WriteVectorsDir(o.save_failures, suites, doc, o.vectors / "schema", quiet);
+  log << "random: the shrunk failing case(s) are in " << o.save_failures.string() << "; replay them with: engram conform --vectors "
+      << Quoted(o.save_failures.string()) << " " << o.implementation_args << "\n";
+}
+
+}  // namespace engram::conform

@@ -1,0 +1,53 @@
+// spec/conformance.md §CONF.7 — the runner's random phase: fresh cases from
+// the reference generators (vectors/random.h), judged like vector tests, a
+// failing case shrunk while it still fails and saved as a vectors directory.
+#ifndef ENGRAM_CONFORMANCE_RUNNER_RANDOM_RUN_H_
+#define ENGRAM_CONFORMANCE_RUNNER_RANDOM_RUN_H_
+
+#include <filesystem>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "conformance/runner/peer.h"
+#include "conformance/runner/runner.h"
+#include "vectors/random.h"
+
+namespace engram::conform {
+
+struct RandomRun {
+  std::vector<TestResult> results;  // suite "random:<suite>", tcId = case index + 1
+  std::map<std::string, std::vector<std::string>> suite_problems;
+  std::vector<std::string> lines;   // for the summary: seed, per-suite counts, shrinking, replay
+  nlohmann::ordered_json report;    // --report-json "random"
+  // The shrunk failing cases per suite, with their comments (for --save-failures).
+  std::map<std::string, std::vector<vectors::RandomCase>> failing;
+  std::map<std::string, std::vector<std::string>> comments;
+};
+
+// §CONF.7 Throws engram::Error when --save-failures names something that is
+// neither missing nor an empty directory, or that cannot be created.
+void CheckSaveFailures(const std::filesystem::path& dir);
+
+// A shell word: `s` as is when it is plain, else in single quotes.
+std::string Quoted(const std::string& s);
+
+// The command that replays this random run.
+std::string ReplayLine(const Options& options);
+
+// Runs options.random_cases cases of every selected suite that has a
+// generator and that the implementation claims; progress on `progress`.
+RandomRun RunRandom(const Options& options, Peer& peer, const Claims& claims, std::ostream& progress);
+
+// §CONF.7 Writes the shrunk failing cases as a vectors directory (MANIFEST.sha256,
+// v1/<suite>.json, schema/ copied from options.vectors) that `engram conform
+// --vectors DIR` replays. Writes nothing when there is no failing case.
+// Throws engram::Error.
+void SaveFailures(const Options& options, const RandomRun& run, std::ostream& log);
+
+}  // namespace engram::conform
+
+#endif  // ENGRAM_CONFORMANCE_RUNNER_RANDOM_RUN_H_

@@ -1,0 +1,296 @@
+// Randomized conformance (spec/conformance.md §CONF.7): the generators (every
+// case is a vector the verifier accepts, the same seed gives the same bytes,
+// every shrink candidate is a case again), the runner's random phase, and the
+// proof: planted bugs, four of which no committed vector catches, are found,
+// shrunk and saved as vectors that replay the failure.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <iostream>
+#include <limits>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "conformance/runner/conform_test_util.h"
+#include "reference/error.h"
+#include "vectors/generator.h"
+#include "vectors/random.h"
+
+namespace {
+
+using namespace engram::conform::test;
+using engram::vectors::DrawCase;
+using engram::vectors::ojson;
+using engram::vectors::RandomCase;
+using engram::vectors::RandomSuite;
+using engram::vectors::RandomSuites;
+using nlohmann::json;
+using testing::HasSubstr;
+
+// Problems the fixed vectors' verifier finds in these cases (vectors/verify.cc
+// recomputes every expected value and checks the structure).
+std::vector<std::string> VerifierProblems(const RandomSuite& gen, const std::vector<RandomCase>& cases) {
+  const ojson doc = engram::vectors::RandomCasesDoc(gen, cases, std::vector<std::string>(cases.size(), "case"), {"test"});
+  std::vector<std::string> problems;
+  const size_t checked = engram::vectors::VerifySuite(gen.suite + ".json", json::parse(doc.dump()), problems);
+  if (checked != cases.size()) problems.push_back("checked " + std::to_string(checked) + " of " + std::to_string(cases.size()));
+  return problems;
+}
+
+TEST(RandomCases, EveryGeneratedCaseIsAVectorTheVerifierAccepts) {
+  for (const RandomSuite& gen : RandomSuites()) {
+    std::vector<RandomCase> cases;
+    for (int64_t i = 0; i < 300; ++i) cases.push_back(DrawCase(gen, 42, i));
+    const std::vector<std::string> problems = VerifierProblems(gen, cases);
+    EXPECT_TRUE(problems.empty()) << gen.suite << ": " << problems.size() << " problem(s), the first: " << problems[0];
+  }
+}
+
+// §CONF.7 determinism: case i depends on (seed, suite, i) alone.
+TEST(RandomCases, TheSameSeedGivesTheSameBytesInAnyOrder) {
+  for (const RandomSuite& gen : RandomSuites()) {
+    std::vector<std::string> forward, backward(40);
+    for (int64_t i = 0; i < 40; ++i) {
+      const RandomCase c = DrawCase(gen, 7, i);
+      forward.push_back(c.group.dump() + c.test.dump());
+    }
+    for (int64_t i = 39; i >= 0; --i) {
+      const RandomCase c = DrawCase(gen, 7, i);
+      backward[static_cast<size_t>(i)] = c.group.dump() + c.test.dump();
+    }
+    EXPECT_EQ(forward, backward) << gen.suite;
+    int differ = 0;
+    for (int64_t i = 0; i < 40; ++i) {
+      const RandomCase c = DrawCase(gen, 8, i);
+      differ += c.group.dump() + c.test.dump() != forward[static_cast<size_t>(i)];
+    }
+    EXPECT_GT(differ, 20) << gen.suite << ": seeds 7 and 8 give mostly the same cases";
+  }
+}
+
+// Every shrink candidate that builds is a vector again (the scripts of
+// HashStateTest stay consistent when steps are removed).
+RC_GTEST_PROP(RandomCases, ShrinkCandidatesAreCasesToo, (uint64_t seed, uint16_t index)) {
+  for (const RandomSuite& gen : RandomSuites()) {
+    const RandomCase c = DrawCase(gen, seed, index);
+    std::vector<RandomCase> smaller;
+    for (const ojson& recipe : gen.shrink(c.recipe)) {
+      try {
+        smaller.push_back(gen.build(recipe));
+      } catch (const engram::Error&) {
+      }
+    }
+    RC_ASSERT(VerifierProblems(gen, smaller).empty());
+  }
+}
+
+// The distributions reach what §CONF.7 says they reach.
+TEST(RandomCases, TheDrawsReachTheEdgesTheSpecNames) {
+  std::map<std::string, int> seen;
+  auto note = [&](bool cond, const std::string& what) { seen[what] += cond ? 1 : 0; };
+  for (int64_t i = 0; i < 3000; ++i) {
+    for (const char* suite : {"hash_v41", "hash_demo"}) {
+      const RandomCase c = DrawCase(*engram::vectors::FindRandomSuite(suite), 3, i);
+      const ojson& r = c.recipe;
+      const std::string s = suite;
+      note(r["maxNgram"] == 5, s + " max n-gram 5");
+      note(r["heads"] >= 9, s + " heads >= 9");
+      note(r["layerIds"].size() == 3, s + " three layers");
+      note(r["v"] >= (int64_t{1} << 30), s + " V >= 2^30");
+      note(r["v"] <= 3, s + " V <= 3");
+      note(r["bases"][0] >= (int64_t{1} << 32), s + " a base >= 2^32");
+      note(c.test["result"] == "invalid", s + " invalid");
+      note(c.type == "HashStateTest", s + " HashStateTest");
+      if (c.type == "HashTest") {
+        for (const ojson& id : r["ids"]) {
+          note(id == -1 && s == "hash_v41", s + " DEAD");
+          note(id.get<int64_t>() < -1 && s == "hash_demo", s + " negative id");
+          note(id == std::numeric_limits<int64_t>::min() && s == "hash_demo", s + " INT64_MIN");
+        }
+      } else {
+        for (const ojson& step : c.test["steps"]) {
+          note(step["op"] == "fork", s + " fork");
+          note(step["op"] == "rollback" && step["k"] > 0, s + " rollback");
+          note(step["op"] == "rollback" && step["k"] == c.group["rollbackCapacity"], s + " rollback of the whole capacity");
+        }
+      }
+    }
+    const RandomCase l = DrawCase(*engram::vectors::FindRandomSuite("layout"), 3, i);
+    note(l.test["result"] == "invalid", "layout invalid");
+    note(l.profile == "demo-v1", "layout demo-v1");
+    note(l.profile == "v4.1", "layout v4.1");
+    const RandomCase m = DrawCase(*engram::vectors::FindRandomSuite("multipliers"), 3, i);
+    if (m.type == "MultipliersTest") {
+      note(m.test["seed"] >= (int64_t{1} << 32), "multipliers seed >= 2^32");
+      note(m.test["result"] == "invalid", "multipliers invalid");
+    } else {
+      note(true, "bounded " + m.test["intermediate"]["path"].get<std::string>());
+    }
+  }
+  for (const std::string what : {"hash_v41 DEAD", "hash_demo negative id", "hash_demo INT64_MIN", "layout invalid",
+                                 "layout demo-v1", "layout v4.1", "multipliers seed >= 2^32", "multipliers invalid",
+                                 "bounded constant", "bounded lemire32", "bounded masked32", "bounded raw64",
+                                 "bounded lemire64"}) {
+    EXPECT_GT(seen[what], 0) << what;
+  }
+  for (const std::string s : {"hash_v41", "hash_demo"}) {
+    for (const std::string what : {" max n-gram 5", " heads >= 9", " three layers", " V >= 2^30", " V <= 3",
+                                   " a base >= 2^32", " invalid", " HashStateTest", " fork", " rollback",
+                                   " rollback of the whole capacity"}) {
+      EXPECT_GT(seen[s + what], 0) << s + what;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- the runner
+
+TEST(RandomConform, TheReferencePassesAndTheReportNamesTheSeed) {
+  const fs::path report = Dir() / "random.json";
+  Result r = Conform("--vectors " + kVectors + " --lib " + ENGRAM_PLUGIN + " --random 200 --seed 5 --random-only --report-json " +
+                     report.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("random: seed 5, 200 cases per suite (random-v1"));
+  EXPECT_THAT(r.out, HasSubstr("random:hash_v41: 200 passed, 0 failed, 0 skipped"));
+  EXPECT_THAT(r.out, HasSubstr("random: replay with: engram conform --vectors " + kVectors + " --lib " +
+                                   std::string(ENGRAM_PLUGIN) + " --random 200 --seed 5 --random-only"));
+  const json doc = json::parse(Slurp(report));
+  EXPECT_EQ(doc["random"]["seed"], 5);
+  EXPECT_EQ(doc["random"]["suites"]["layout"]["asked"], 200);
+  std::set<std::string> suites;
+  for (const json& t : doc["results"]) suites.insert(t["suite"].get<std::string>());
+  EXPECT_EQ(suites, (std::set<std::string>{"random:hash_demo", "random:hash_v41", "random:layout", "random:multipliers"}));
+  // Without --random-only the fixed vectors run first, with the contract checks.
+  Result both = Conform("--vectors " + kVectors + " --lib " + ENGRAM_PLUGIN + " --random 20 --seed 5 --accumulate-max 0");
+  EXPECT_EQ(both.exit_code, 0) << both.out;
+  EXPECT_THAT(both.out, HasSubstr("hash_v41: 58 passed"));
+  EXPECT_THAT(both.out, HasSubstr("random:hash_v41: 20 passed"));
+}
+
+TEST(RandomConform, WithoutASeedAFreshOneIsDrawnAndPrinted) {
+  Result a = Conform("--vectors " + kVectors + " --lib " + ENGRAM_PLUGIN + " --random 5 --random-only --suite layout");
+  Result b = Conform("--vectors " + kVectors + " --lib " + ENGRAM_PLUGIN + " --random 5 --random-only --suite layout");
+  EXPECT_EQ(a.exit_code, 0) << a.out;
+  auto seed = [](const std::string& out) {
+    const size_t at = out.find("random: seed ");
+    return at == std::string::npos ? std::string() : out.substr(at + 13, out.find(',', at) - at - 13);
+  };
+  EXPECT_FALSE(seed(a.out).empty()) << a.out;
+  EXPECT_NE(seed(a.out), seed(b.out));
+  EXPECT_THAT(a.out, HasSubstr("--seed " + seed(a.out) + " --random-only --suite layout"));
+}
+
+TEST(RandomConform, RefusesWhatItCannotDoBeforeTheRun) {
+  Result no_gen = Conform("--vectors " + kVectors + " --lib " + ENGRAM_PLUGIN + " --random 5 --random-only --suite token_map");
+  EXPECT_EQ(no_gen.exit_code, 2) << no_gen.out;
+  EXPECT_THAT(no_gen.out, HasSubstr("--suite token_map --random-only: the suite has no random generator"));
+  const fs::path full = Dir() / "not-empty";
+  fs::create_directories(full);
+  std::ofstream(full / "x") << "x";
+  Result busy = Conform("--vectors " + kVectors + " --lib " + ENGRAM_PLUGIN + " --random 5 --random-only --save-failures " +
+                        full.string());
+  EXPECT_EQ(busy.exit_code, 2) << busy.out;
+  EXPECT_THAT(busy.out, HasSubstr("--save-failures " + full.string() + ": is not empty"));
+  EXPECT_THAT(busy.out, testing::Not(HasSubstr("conformance: OK")));
+  Result alone = Conform("--vectors " + kVectors + " --lib " + ENGRAM_PLUGIN + " --random-only");
+  EXPECT_NE(alone.exit_code, 0);
+  EXPECT_THAT(alone.out, HasSubstr("--random-only requires --random"));
+}
+
+// §CONF.4 no false OK: a claimed suite whose every random case is answered
+// "unsupported" fails the run, even when another suite passes.
+TEST(RandomConform, AClaimedSuiteThatComputesNothingFailsTheRun) {
+  if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
+  Result r = Conform("--vectors " + kVectors + " --exec \"" + Python() + " " + kAdapter +
+                     " --claim hash_v41 layout --unsupported HashTest HashStateTest\" --random 5 --seed 2 --random-only");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("random:layout: 5 passed"));
+  EXPECT_THAT(r.out, HasSubstr("random:hash_v41: answered by the implementation, but no valid random case of it passed"));
+}
+
+// A run with nothing failing saves nothing (there is no empty vectors directory
+// to mistake for a replay).
+TEST(RandomConform, NothingFailingNothingSaved) {
+  const fs::path out = Dir() / "nothing";
+  Result r = Conform("--vectors " + kVectors + " --lib " + ENGRAM_PLUGIN + " --random 20 --seed 1 --random-only --save-failures " +
+                     out.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// ---------------------------------------------------------------- the proof
+
+struct Planted {
+  std::string bug;
+  std::string suite;    // where the random cases look for it
+  bool fixed_vectors_miss;  // no committed vector catches it
+};
+
+const Planted kPlanted[] = {
+    {"no-dead-blocking", "hash_v41", false},       {"dead-as-id", "hash_v41", false},
+    {"truncated-mod", "hash_demo", false},         {"int32-multipliers", "multipliers", false},
+    {"rollback-dead", "hash_v41", false},          {"upstream-duplicate-layers", "layout", false},
+    {"upstream-zero-heads", "layout", false},      {"ngram-cap-4", "hash_v41", true},
+    {"heads-cap-8", "hash_demo", true},            {"seed-low-32", "multipliers", true},
+    {"rollback-ring-short", "hash_v41", true},
+};
+
+class PlantedBugRandom : public testing::TestWithParam<Planted> {};
+
+// §CONF.7 item 5: the bug is found within 10,000 cases, shrunk, saved as a
+// vectors directory that replays the failure with the bug and passes without
+// it; the bugs marked fixed_vectors_miss pass every committed vector.
+TEST_P(PlantedBugRandom, FoundShrunkAndSavedAsAReplay) {
+  if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
+  const Planted& p = GetParam();
+  const std::string port = "--exec \"" + Python() + " " + kAdapter + " --bug " + p.bug + "\"";
+  const std::string fair = "--exec \"" + Python() + " " + kAdapter + "\"";
+  const fs::path saved = Dir() / ("saved-" + p.bug), report = Dir() / ("random-" + p.bug + ".json");
+  Result r = Conform("--vectors " + kVectors + " " + port + " --random 10000 --seed 1 --random-only --suite " + p.suite +
+                     " --save-failures " + saved.string() + " --report-json " + report.string());
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  const json doc = json::parse(Slurp(report));
+  const json& s = doc["random"]["suites"][p.suite];
+  ASSERT_EQ(s["failing"], 1) << r.out;
+  const json& shrunk = s["shrunk"][0];
+  EXPECT_LE(shrunk["measureAfter"], shrunk["measureBefore"]);
+  // The record: cases needed, the size before and after shrinking.
+  std::cout << "planted " << p.bug << ": found at " << p.suite << " case " << shrunk["case"] << " ("
+            << shrunk["type"].get<std::string>() << ", " << shrunk["reason"].get<std::string>() << "), shrunk from "
+            << shrunk["before"].get<std::string>() << " to " << shrunk["after"].get<std::string>() << " in "
+            << shrunk["shrinkSteps"] << " steps, " << shrunk["shrinkCalls"] << " calls\n";
+  RecordProperty("found_at_case", shrunk["case"].dump());
+  RecordProperty("shrunk_to", shrunk["after"].get<std::string>());
+  if (p.suite != "multipliers") EXPECT_THAT(shrunk["after"].get<std::string>(), HasSubstr("layers 1"));
+  // The saved directory is a vectors directory: verified by the reference and
+  // valid against the schemas (scripts/lint_vectors.py), and
+  // it replays the failure (with the bug) and passes (without it).
+  for (const std::string& check : {std::string(ENGRAM_CLI) + " vectors verify " + saved.string(),
+                                    Python() + " " + ENGRAM_SOURCE_DIR + "/scripts/lint_vectors.py " + saved.string()}) {
+    const fs::path out = Dir() / "check.txt";
+    const int status = std::system((check + " >" + out.string() + " 2>&1").c_str());
+    EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0) << check << "\n" << Slurp(out);
+  }
+  Result replay = Conform("--vectors " + saved.string() + " " + port);
+  EXPECT_EQ(replay.exit_code, 1) << replay.out;
+  EXPECT_THAT(replay.out, HasSubstr(p.suite + ": 0 passed, 1 failed"));
+  // Without the bug the saved case passes. (A saved case that must be refused
+  // is, alone, no OK verdict: refusing invalid input alone tests nothing, §CONF.4.)
+  Result fixed_port = Conform("--vectors " + saved.string() + " " + fair);
+  EXPECT_THAT(fixed_port.out, HasSubstr(p.suite + ": 1 passed, 0 failed")) << fixed_port.out;
+  if (shrunk["reason"] != "accepted invalid input") EXPECT_EQ(fixed_port.exit_code, 0) << fixed_port.out;
+  if (p.fixed_vectors_miss) {
+    Result committed = Conform("--vectors " + kVectors + " " + port + " --accumulate-max 100000");
+    EXPECT_EQ(committed.exit_code, 0) << "the committed vectors catch --bug " << p.bug << " after all:\n" << committed.out;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(RandomConformance, PlantedBugRandom, testing::ValuesIn(kPlanted), [](const auto& info) {
+  std::string name;
+  for (char c : info.param.bug) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return name;
+});
+
+}  // namespace
