@@ -31,7 +31,7 @@
 
 #include "cuda/engram_cuda.h"
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/layout.h"
 
 namespace {

@@ -68,7 +68,7 @@
 #include "cuda/engram_cuda.h"
 #include "cuda/fusion.h"
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/layout.h"
 #include "reference/storage.h"
 

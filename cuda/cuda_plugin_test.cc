@@ -36,7 +36,7 @@
 #include "cuda/engram_cuda.h"
 #include "engram/conformance.h"
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/fusion.h"
 #include "reference/hash.h"
 #include "reference/layout.h"

@@ -12,7 +12,7 @@
 #include "cuda/engram_cuda.h"
 #include "cuda/engram_impl.h"
 #include "cuda/engram_kernels.h"
-#include "reference/error.h"
+#include "base/error.h"
 
 namespace engram::cuda {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "cuda/engram_cuda.h"
-#include "reference/error.h"
+#include "base/error.h"
 
 namespace engram::cuda {
 

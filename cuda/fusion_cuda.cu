@@ -12,7 +12,7 @@
 #include "cuda/fusion.h"
 #include "cuda/fusion_impl.h"
 #include "cuda/fusion_kernels.h"
-#include "reference/error.h"
+#include "base/error.h"
 
 namespace engram::cuda {
 namespace {

@@ -17,7 +17,7 @@
 #include "cuda/engram_cuda.h"
 #include "cuda/fusion.h"
 #include "cuda/fusion_kernels.h"
-#include "reference/error.h"
+#include "base/error.h"
 
 namespace engram::cuda {
 namespace fusion_detail {

@@ -35,7 +35,7 @@
 #include "cuda/test_failcase.h"
 #include "cuda/test_random.h"
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/fusion.h"
 #include "reference/hash.h"
 #include "reference/layout.h"

@@ -10,7 +10,7 @@
 
 #include "cuda/engram_cuda.h"
 #include "cuda/engram_impl.h"
-#include "reference/error.h"
+#include "base/error.h"
 
 namespace engram::cuda {
 namespace {

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "reference/error.h"
+#include "base/error.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "reference/error.h"
+#include "base/error.h"
 
 namespace engram {
 namespace {

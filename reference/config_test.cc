@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reference/error.h"
+#include "base/error.h"
 
 namespace engram {
 namespace {

@@ -3,7 +3,8 @@
 
 #include <algorithm>
 
-#include "reference/error.h"
+#include "base/error.h"
+#include "base/sha256.h"
 #include "reference/hash.h"
 
 namespace engram {

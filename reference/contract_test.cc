@@ -1,5 +1,6 @@
 // §CON hash contracts: what they pin, their digest, and the comparison that
 // names every differing field.
+#include "base/sha256.h"
 #include "reference/contract.h"
 
 #include <gmock/gmock.h>
@@ -7,7 +8,7 @@
 
 #include <numeric>
 
-#include "reference/error.h"
+#include "base/error.h"
 
 namespace engram {
 namespace {

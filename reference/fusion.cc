@@ -16,7 +16,7 @@
 #include <cstring>
 #include <limits>
 
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/storage.h"
 
 namespace engram {

@@ -14,7 +14,7 @@
 #include <rapidcheck/gtest.h>
 
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 
 namespace engram {
 namespace {

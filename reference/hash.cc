@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <string>
 
-#include "reference/error.h"
+#include "base/error.h"
 
 namespace engram {
 namespace {

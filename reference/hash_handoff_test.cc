@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/hash.h"
 #include "reference/layout.h"
 

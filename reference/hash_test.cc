@@ -26,7 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/layout.h"
 #include "reference/random.h"
 #include "reference/token_map.h"

@@ -3,7 +3,8 @@
 
 #include <string>
 
-#include "reference/error.h"
+#include "base/error.h"
+#include "base/sha256.h"
 #include "reference/random.h"
 #include "reference/token_map.h"
 
@@ -95,17 +96,27 @@ int64_t LayerLayout::prime(int col) const {
 
 std::string LayoutFingerprint(const Layout& layout) {
   // A plain text form, so that anyone can reproduce it from spec/layout.md.
-  std::string text = "engram-layout-v1;profile=" + std::string(ProfileName(layout.profile)) +
-                     ";V=" + std::to_string(layout.compressed_vocab_size) + ";pad=" + std::to_string(layout.pad) +
-                     ";max=" + std::to_string(layout.max_ngram) + ";heads=" + std::to_string(layout.heads);
+  // Built by appending each piece: the text is the spec's, and GCC 12 warns
+  // (-Wrestrict, a false positive, GCC bug 105329) on "literal" + std::string&&.
+  std::string text;
+  auto put = [&text](std::string_view key, const std::string& value) {
+    text += key;
+    text += value;
+  };
+  put("engram-layout-v1;profile=", std::string(ProfileName(layout.profile)));
+  put(";V=", std::to_string(layout.compressed_vocab_size));
+  put(";pad=", std::to_string(layout.pad));
+  put(";max=", std::to_string(layout.max_ngram));
+  put(";heads=", std::to_string(layout.heads));
   for (const LayerLayout& layer : layout.layers) {
-    text += ";layer=" + std::to_string(layer.layer_id) + ";m=";
-    for (size_t i = 0; i < layer.multipliers.size(); ++i) text += (i ? "," : "") + std::to_string(layer.multipliers[i]);
+    put(";layer=", std::to_string(layer.layer_id));
+    text += ";m=";
+    for (size_t i = 0; i < layer.multipliers.size(); ++i) put(i ? "," : "", std::to_string(layer.multipliers[i]));
     text += ";p=";
     bool first = true;
     for (const auto& order : layer.primes) {
       for (int64_t p : order) {
-        text += (first ? "" : ",") + std::to_string(p);
+        put(first ? "" : ",", std::to_string(p));
         first = false;
       }
     }

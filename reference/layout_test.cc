@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/random.h"
 
 namespace engram {

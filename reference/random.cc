@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "reference/error.h"
+#include "base/error.h"
 
 namespace engram {
 namespace {

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "reference/error.h"
+#include "base/error.h"
 
 namespace engram {
 namespace {

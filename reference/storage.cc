@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reference/bad_inputs.h"
-#include "reference/error.h"
+#include "base/error.h"
 
 namespace engram {
 

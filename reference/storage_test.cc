@@ -28,7 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 
 namespace engram {
 namespace {

@@ -3,7 +3,6 @@
 // (§TOK.4), map files (§TOK.5) and the digest (§TOK.6).
 #include "reference/token_map.h"
 
-#include <openssl/evp.h>
 #include <unicode/normalizer2.h>
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
@@ -19,8 +18,9 @@
 #include <unordered_map>
 #include <utility>
 
+#include "base/error.h"
+#include "base/sha256.h"
 #include "reference/config.h"
-#include "reference/error.h"
 
 namespace engram {
 
@@ -121,21 +121,6 @@ TokenMap IdentityTokenMap(int64_t n) {
   tm.map.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) tm.map[static_cast<size_t>(i)] = i;
   return tm;
-}
-
-std::string Sha256Hex(std::string_view data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr) != 1) {
-    throw Error("SHA-256 failed (OpenSSL EVP_Digest)");
-  }
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(kHex[digest[i] >> 4]);
-    out.push_back(kHex[digest[i] & 15]);
-  }
-  return out;
 }
 
 // §TOK.6 A digest over the whole map tells apart two maps of the same size

@@ -51,9 +51,6 @@ TokenMap IdentityTokenMap(int64_t n);
 /// §TOK.6 SHA-256 of the map as int32 little-endian, lower-case hex.
 std::string TokenMapDigest(const TokenMap& token_map);
 
-/// §TOK.6 Lower-case hex SHA-256 of `data` (OpenSSL's implementation).
-std::string Sha256Hex(std::string_view data);
-
 // ---------------------------------------------------------------------------
 // Building the map from a Hugging Face tokenizer.json (§TOK.1-§TOK.4).
 

@@ -996,7 +996,7 @@ def nested_lists(type_):
 
 def split(type_, test):
     """What the runner sends (inputs) and compares (expected) for one test: §CONF.1, as
-    conformance/runner/compare.cc SplitOrdered does it."""
+    vectors/compare.cc SplitOrdered does it."""
     inputs, expected = {}, {}
     after = False
     nested = nested_lists(type_)

@@ -1,12 +1,37 @@
 #!/usr/bin/env bash
 # Runs every test: set up, build, the numpy/sympy cross-check oracles, the
-# GoogleTest/RapidCheck suites (ctest), and the vector checks of the main job.
+# GoogleTest/RapidCheck suites (ctest), the vector checks of the main job, the
+# docs, the packaging test, the CUDA stage, the suite again under ASan+UBSan,
+# and the fuzzers.
+#   scripts/test.sh           everything (what .ci/run runs)
+#   scripts/test.sh --quick   the edit-test loop: the release build, its ctest
+#                             suites (which regenerate, compare and verify the
+#                             vectors: CliVectors.*), the schema lint and the
+#                             generated-file checks; no setup, CUDA, ASan, fuzz
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-scripts/setup.sh
+quick=""
+case "${1:-}" in
+  --quick) quick=yes ;;
+  "") ;;
+  *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
+[ -n "$quick" ] || scripts/setup.sh
 scripts/build.sh release
 py=.venv/bin/python
+
+if [ -n "$quick" ]; then
+  export ENGRAM_PYTHON="$root/$py"
+  ctest --preset release -j "$(nproc)"
+  "$py" scripts/lint_vectors.py vectors >/dev/null
+  "$py" scripts/check_layers.py --check
+  "$py" scripts/spec_index.py --check
+  "$py" scripts/bad_inputs_table.py --check
+  "$py" scripts/porting_doc.py --check
+  echo "quick: release ctest, vectors (regenerated, compared, verified in ctest; schema lint), generated files: OK"
+  exit 0
+fi
 xdir=build/crosscheck
 mkdir -p "$xdir"
 
@@ -55,18 +80,28 @@ cmake --build --preset release --target docs
 # ... and the requests and passing answers they document are the real runner's: every test passes
 "$engram" conform --vectors vectors --exec "$py scripts/porting_doc.py --replay" | tail -n 1
 
+echo "== layers: every include runs down (base < reference < vectors < conformance < cuda, docs), drawing current"
+"$py" scripts/check_layers.py --check
+
+echo "== packaging: cmake --install into a prefix and the .deb, each used by a consumer outside the tree"
+scripts/test_packaging.sh build/release
+
 echo "== CUDA: engram::cuda built (sm_90 + PTX for sm_80+), its kernel code run by the host launcher against the reference"
 if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null 2>&1; then
-  cmake --preset cuda >/dev/null
-  cmake --build --preset cuda -j "$(nproc)" --target cuda_tests cuda_plugin_tests engram_cuda_plugin engram_cuda_bench \
+  # Built in the release tree (ENGRAM_CUDA=ON there, the preset cuda's architectures), so that the
+  # reference, vectors, runner and CLI it links are the release build's objects, not compiled again.
+  cmake --preset release -DENGRAM_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="90-real;80-virtual" >/dev/null
+  cmake --build --preset release -j "$(nproc)" --target cuda_tests cuda_plugin_tests engram_cuda_plugin engram_cuda_bench \
     cuda_kernel_code_tests
   # Device.* tests skip without a GPU (GTEST_SKIP); HostLauncher.* and the host conform run execute here.
   # The host properties take milliseconds per 100 cases: CI runs 1000 cases each (a few seconds).
-  RC_PARAMS="${RC_PARAMS:-max_success=1000}" build/cuda/cuda/cuda_tests --gtest_brief=1
-  build/cuda/cuda/cuda_plugin_tests --gtest_brief=1
+  RC_PARAMS="${RC_PARAMS:-max_success=1000}" build/release/cuda/cuda_tests --gtest_brief=1
+  build/release/cuda/cuda_plugin_tests --gtest_brief=1
   # What nvcc made of the kernels (PTX for compute_90, ptxas for sm_90): no 64-bit division in the
   # hash/lookup kernels, the lookup's 16-byte stores, no float32 FMA in the fusion, no spills.
-  build/cuda/cuda/cuda_kernel_code_tests --gtest_brief=1
+  build/release/cuda/cuda_kernel_code_tests --gtest_brief=1
+  # Back to the release configuration the README's commands use (nothing is recompiled).
+  cmake --preset release >/dev/null
 else
   echo "no nvcc (CUDA toolkit) on this machine: the CUDA stage is skipped"
 fi

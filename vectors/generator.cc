@@ -8,8 +8,10 @@
 
 #include <algorithm>
 
-#include "conformance/cli/fileio.h"
-#include "reference/error.h"
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/sha256.h"
+#include "reference/bad_inputs.h"
 #include "reference/token_map.h"
 #include "vectors/suite.h"
 
@@ -72,7 +74,7 @@ void WriteSchemaCopies(const std::filesystem::path& schema_dir, const std::files
   }
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
-    if (!same) created.Write(out_schema / f.filename(), ReadFile(f));
+    if (!same) created.Write(out_schema / f.filename(), ReadInputFile(f, InputKind::kVectorFile));
     manifest_paths.push_back("schema/" + f.filename().string());
   }
   log << "schemas: " << files.size() << " file(s)" << (same ? " (in place)" : " copied") << "\n";
@@ -120,7 +122,7 @@ void WriteVectorsDir(const std::filesystem::path& out, const std::vector<std::st
   WriteSchemaCopies(schema_dir, out / "schema", manifest_paths, log, created);
   std::sort(manifest_paths.begin(), manifest_paths.end());
   std::string manifest;
-  for (const std::string& rel : manifest_paths) manifest += Sha256Hex(ReadFile(out / rel)) + "  " + rel + "\n";
+  for (const std::string& rel : manifest_paths) manifest += Sha256Hex(ReadInputFile(out / rel, InputKind::kVectorFile)) + "  " + rel + "\n";
   created.Write(out / "MANIFEST.sha256", manifest);
   created.Keep();
   log << "MANIFEST.sha256: " << manifest_paths.size() << " entries\n";

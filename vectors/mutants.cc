@@ -7,7 +7,7 @@
 #include <map>
 
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/hash.h"
 #include "reference/random.h"
 #include "reference/storage.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "reference/error.h"
+#include "base/error.h"
 #include "vectors/mutants.h"
 
 namespace engram::vectors {

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "reference/error.h"
+#include "base/error.h"
 #include "vectors/suite.h"
 
 namespace engram::vectors {

@@ -15,7 +15,7 @@
 #include <map>
 
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/hash.h"
 #include "reference/layout.h"
 #include "vectors/random.h"
@@ -276,7 +276,10 @@ const BuiltLayout& LayoutFor(const ojson& r, bool v41) {
   const std::string profile = v41 ? "v4.1" : "demo-v1";
   const int64_t v = r["v"], pad = r["pad"];
   std::string key = profile;  // the recipe's layout part
-  for (const char* k : {"layerIds", "maxNgram", "heads", "bases", "seed", "v", "pad"}) key += "/" + r[k].dump();
+  for (const char* k : {"layerIds", "maxNgram", "heads", "bases", "seed", "v", "pad"}) {
+    key += '/';  // appended, not "/" + string&& (GCC 12 -Wrestrict false positive, bug 105329)
+    key += r[k].dump();
+  }
   for (const BuiltLayout& b : cache) {
     if (b.key == key) return b;
   }

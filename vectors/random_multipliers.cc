@@ -10,7 +10,7 @@
 // [1, 2^63 - 1], one case in 20 with V <= 0 (refused).
 #include <limits>
 
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/random.h"
 #include "vectors/random.h"
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 
 namespace engram::vectors {
 

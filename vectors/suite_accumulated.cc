@@ -3,7 +3,7 @@
 #include <chrono>
 #include <iostream>
 
-#include "conformance/runner/accumulate.h"
+#include "vectors/accumulate.h"
 #include "reference/config.h"
 #include "reference/hash.h"
 #include "reference/layout.h"

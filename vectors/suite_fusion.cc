@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "conformance/runner/runner.h"
+#include "vectors/compare.h"
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/fusion.h"
 #include "reference/hash.h"
 #include "reference/layout.h"

@@ -3,7 +3,7 @@
 #include <map>
 
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/hash.h"
 #include "reference/layout.h"
 #include "vectors/suite.h"

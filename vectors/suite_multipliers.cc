@@ -4,7 +4,7 @@
 #include <map>
 
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/hash.h"
 #include "reference/layout.h"
 #include "reference/random.h"

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/layout.h"
 #include "reference/storage.h"
 #include "vectors/mutants_storage.h"

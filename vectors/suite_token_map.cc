@@ -14,7 +14,7 @@
 #include <set>
 
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/hash.h"
 #include "reference/token_map.h"
 #include "vectors/suite.h"

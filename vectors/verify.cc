@@ -9,10 +9,11 @@
 #include <set>
 #include <sstream>
 
-#include "conformance/cli/fileio.h"
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/sha256.h"
 #include "reference/bad_inputs.h"
 #include "reference/config.h"
-#include "reference/error.h"
 #include "reference/hash.h"
 #include "reference/layout.h"
 #include "reference/random.h"
@@ -125,7 +126,7 @@ bool VerifyAll(const std::filesystem::path& dir, std::ostream& log, std::ostream
   // §VEC.5 The manifest first: every listed file exists with that digest, and
   // every suite file present is listed.
   const std::filesystem::path manifest_path = dir / "MANIFEST.sha256";
-  std::string manifest = ReadFile(manifest_path);
+  std::string manifest = ReadInputFile(manifest_path, InputKind::kVectorFile);
   std::set<std::string> listed;
   std::istringstream lines(manifest);
   std::string line;
@@ -148,7 +149,7 @@ bool VerifyAll(const std::filesystem::path& dir, std::ostream& log, std::ostream
       problems.push_back(where + ": listed file " + rel + " is missing");
       continue;
     }
-    const std::string actual = Sha256Hex(ReadFile(dir / rel));
+    const std::string actual = Sha256Hex(ReadInputFile(dir / rel, InputKind::kVectorFile));
     if (actual != digest) problems.push_back(where + ": " + rel + " has SHA-256 " + actual + ", manifest says " + digest);
   }
   std::vector<std::filesystem::path> suites;
@@ -171,7 +172,7 @@ bool VerifyAll(const std::filesystem::path& dir, std::ostream& log, std::ostream
     if (listed.count(rel) == 0) problems.push_back(rel + ": not listed in MANIFEST.sha256");
     json doc;
     try {
-      doc = ParseJson(ReadFile(path), rel);  // §ERR.5 a repeated key is refused
+      doc = ParseJson(ReadInputFile(path, InputKind::kVectorFile), rel);  // §ERR.5 a repeated key is refused
     } catch (const Error& e) {
       problems.push_back(e.what());
       continue;

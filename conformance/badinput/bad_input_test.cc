@@ -32,8 +32,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "base/sha256.h"
 #include "conformance/testutil/sanitized.h"
-#include "reference/token_map.h"  // Sha256Hex, for manifests of edited vector copies
+#include "reference/token_map.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <span>
 
 #include "conformance/cli/common.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/hash.h"
 #include "vectors/random.h"
 

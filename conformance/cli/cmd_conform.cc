@@ -8,7 +8,7 @@
 #include "conformance/cli/common.h"
 #include "conformance/runner/random_run.h"
 #include "conformance/runner/runner.h"
-#include "reference/error.h"
+#include "base/error.h"
 
 namespace engram::cli {
 namespace {

@@ -3,11 +3,12 @@
 #include <iostream>
 #include <memory>
 
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/sha256.h"
 #include "conformance/cli/common.h"
-#include "conformance/cli/fileio.h"
-#include "reference/contract.h"
 #include "reference/bad_inputs.h"
-#include "reference/error.h"
+#include "reference/contract.h"
 
 namespace engram::cli {
 namespace {

@@ -23,8 +23,8 @@
 #include <sstream>
 
 #include "conformance/cli/common.h"
-#include "conformance/cli/fileio.h"
-#include "reference/error.h"
+#include "base/fileio.h"
+#include "base/error.h"
 #include "reference/fusion.h"
 #include "reference/hash.h"
 #include "reference/storage.h"

@@ -16,7 +16,7 @@
 #include <memory>
 
 #include "conformance/cli/common.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/fusion.h"
 
 namespace engram::cli {

@@ -3,9 +3,9 @@
 #include <span>
 
 #include "conformance/cli/common.h"
-#include "conformance/cli/fileio.h"
+#include "base/fileio.h"
 #include "reference/bad_inputs.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/hash.h"
 #include "vectors/suite.h"
 

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "conformance/cli/common.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/hash.h"
 #include "reference/storage.h"
 

@@ -14,14 +14,15 @@
 #include <map>
 #include <memory>
 
+#include "base/error.h"
+#include "base/sha256.h"
 #include "conformance/cli/common.h"
-#include "conformance/runner/accumulate.h"
 #include "engram/conformance.h"
 #include "reference/bad_inputs.h"
-#include "reference/error.h"
 #include "reference/fusion.h"
 #include "reference/storage.h"
 #include "reference/token_map.h"
+#include "vectors/accumulate.h"
 
 namespace engram::cli {
 namespace {

@@ -11,9 +11,9 @@
 #include <memory>
 
 #include "conformance/cli/common.h"
-#include "conformance/cli/fileio.h"
+#include "base/fileio.h"
 #include "reference/bad_inputs.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/token_map.h"
 
 namespace engram::cli {

@@ -1,16 +1,35 @@
 // `engram vectors generate|verify` (spec §VEC).
+#include <filesystem>
 #include <iostream>
 #include <memory>
+#include <system_error>
 
 #include "conformance/cli/common.h"
 #include "vectors/generator.h"
 
 namespace engram::cli {
+namespace {
+
+// The JSON Schemas shipped with the vectors: those of an installed engram
+// (<prefix>/share/engram/vectors/schema, beside <prefix>/bin/engram), else
+// those of the source tree this binary was built from.
+std::string DefaultSchemas() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path installed = exe.parent_path().parent_path() / ENGRAM_INSTALL_VECTORSDIR / "schema";
+    if (fs::is_directory(installed, ec)) return installed.string();
+  }
+  return std::string(ENGRAM_SOURCE_DIR) + "/vectors/schema";
+}
+
+}  // namespace
 
 void AddVectorsCommand(CLI::App& app) {
   struct State {
     std::string out;
-    std::string schemas = std::string(ENGRAM_SOURCE_DIR) + "/vectors/schema";
+    std::string schemas = DefaultSchemas();
     std::string dir;
   };
   auto s = std::make_shared<State>();

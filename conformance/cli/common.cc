@@ -8,8 +8,8 @@
 #include <limits>
 #include <sstream>
 
-#include "conformance/cli/fileio.h"
-#include "reference/error.h"
+#include "base/fileio.h"
+#include "base/error.h"
 
 namespace engram::cli {
 

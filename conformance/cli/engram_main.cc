@@ -7,7 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "conformance/cli/common.h"
-#include "reference/error.h"
+#include "base/error.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"engram: reference implementation and conformance tools for DeepSeek Engram"};

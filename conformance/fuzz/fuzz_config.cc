@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/layout.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reference/contract.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "vectors/generator.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

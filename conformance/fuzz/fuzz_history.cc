@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/hash.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/storage.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

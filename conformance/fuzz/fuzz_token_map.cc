@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/token_map.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reference/bad_inputs.h"
-#include "reference/error.h"
+#include "base/error.h"
 
 namespace engram::plugin {
 

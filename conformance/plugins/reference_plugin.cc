@@ -22,7 +22,7 @@
 
 #include "conformance/plugins/plugin_inputs.h"
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/fusion.h"
 #include "reference/hash.h"
 #include "reference/layout.h"

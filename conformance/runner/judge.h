@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "conformance/runner/compare.h"
+#include "vectors/compare.h"
 #include "conformance/runner/peer.h"
 #include "conformance/runner/runner.h"
 

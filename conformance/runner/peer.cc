@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
-#include "conformance/runner/compare.h"
+#include "vectors/compare.h"
 #include "reference/bad_inputs.h"
-#include "reference/error.h"
+#include "base/error.h"
 
 namespace engram::conform {
 

@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "reference/error.h"
+#include "base/error.h"
 
 namespace engram::conform {
 

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "conformance/runner/judge.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "vectors/generator.h"
 
 namespace engram::conform {

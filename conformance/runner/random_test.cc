@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "conformance/runner/conform_test_util.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "vectors/generator.h"
 #include "vectors/random.h"
 

@@ -17,14 +17,15 @@
 #include <map>
 #include <sstream>
 
-#include "conformance/cli/fileio.h"
+#include "base/error.h"
+#include "base/fileio.h"
+#include "base/sha256.h"
 #include "conformance/runner/judge.h"
 #include "conformance/runner/peer.h"
 #include "conformance/runner/random_run.h"
 #include "conformance/runner/report.h"
 #include "reference/bad_inputs.h"
 #include "reference/contract.h"
-#include "reference/error.h"
 #include "reference/token_map.h"
 #include "vectors/generator.h"
 #include "vectors/random.h"
@@ -586,80 +587,84 @@ Verdict Decide(const Run& run) {
   return v;
 }
 
-}  // namespace
+// ---------------------------------------------------------------- phase: before the run
 
-int RunConformance(const Options& options, std::ostream& out) {
-  // §CONF.4, §ERR.1 Everything that can stop the run is checked before any
-  // test: the report paths, the manifest, the spec version of every vector
-  // file, the suites asked for, the expected-failures file and the
-  // handshake. Such errors go to stderr and the exit status is 2 (the run
-  // could not start); nothing is written.
-  std::optional<Vectors> vectors;
+// §CONF.4, §ERR.1 Everything that can stop the run is checked before any
+// test: the report paths, the manifest, the spec version of every vector
+// file, the suites asked for, the expected-failures file and the random
+// options. Throws engram::Error (the run cannot start; nothing is written).
+struct Inputs {
+  Vectors vectors;
   ExpectFail expect_fail;
-  try {
-    CheckWritable(options.report_json, "--report-json");
-    CheckWritable(options.junit, "--junit");
-    if (!options.report_json.empty() && !options.junit.empty() &&
-        fs::weakly_canonical(options.report_json) == fs::weakly_canonical(options.junit)) {
-      throw Error("--report-json and --junit name the same file " + options.junit.string() + ": one would overwrite the other");
-    }
-    vectors = LoadVectors(options.vectors);
-    const std::set<std::string> names = vectors->Names();
-    for (const std::string& s : options.suites) {
-      if (!names.count(s)) {
-        std::string have;
-        for (const std::string& n : names) have += (have.empty() ? "" : ", ") + n;
-        throw Error("--suite " + s + ": the vectors have no such suite (they have: " + have + ")");
-      }
-    }
-    expect_fail = LoadExpectFail(options.expect_fail, *vectors);
-    CheckSaveFailures(options.save_failures);
-    if (options.random_only) {
-      for (const std::string& s : options.suites) {
-        if (vectors::FindRandomSuite(s) == nullptr) {
-          std::string have;
-          for (const vectors::RandomSuite& r : vectors::RandomSuites()) have += (have.empty() ? "" : ", ") + r.suite;
-          throw Error("--suite " + s + " --random-only: the suite has no random generator (those with one: " + have + ")");
-        }
-      }
-    }
-  } catch (const Error& e) {
-    std::cerr << "engram conform: " << e.what() << "\n";
-    return 2;
-  }
-  Peer peer(options.command, options.timeout);
-  Run run{options, *vectors, expect_fail, peer, {}, {}, {}};
-  json hello;
-  try {
-    hello = peer.Hello();
-    // §CONF.2 claims are checked against the protocol's suites, not against the
-    // files in this directory: a directory of saved failures (§CONF.7) holds
-    // one suite, and a port claiming more is still the same port.
-    const std::vector<std::string> protocol = vectors::SuiteNames();
-    run.claims = CheckHello(hello, std::set<std::string>(protocol.begin(), protocol.end()));
-  } catch (const Error& e) {
-    std::cerr << "engram conform: " << e.what() << "\n";
-    return 2;
-  }
-  out << "implementation: " << Short(json(run.claims.name)) << " " << Short(json(run.claims.version)) << "\n";
+};
 
+Inputs CheckBeforeTheRun(const Options& options) {
+  CheckWritable(options.report_json, "--report-json");
+  CheckWritable(options.junit, "--junit");
+  if (!options.report_json.empty() && !options.junit.empty() &&
+      fs::weakly_canonical(options.report_json) == fs::weakly_canonical(options.junit)) {
+    throw Error("--report-json and --junit name the same file " + options.junit.string() + ": one would overwrite the other");
+  }
+  Inputs in{LoadVectors(options.vectors), {}};
+  const std::set<std::string> names = in.vectors.Names();
+  for (const std::string& s : options.suites) {
+    if (!names.count(s)) {
+      std::string have;
+      for (const std::string& n : names) have += (have.empty() ? "" : ", ") + n;
+      throw Error("--suite " + s + ": the vectors have no such suite (they have: " + have + ")");
+    }
+  }
+  in.expect_fail = LoadExpectFail(options.expect_fail, in.vectors);
+  CheckSaveFailures(options.save_failures);
+  if (options.random_only) {
+    for (const std::string& s : options.suites) {
+      if (vectors::FindRandomSuite(s) == nullptr) {
+        std::string have;
+        for (const vectors::RandomSuite& r : vectors::RandomSuites()) have += (have.empty() ? "" : ", ") + r.suite;
+        throw Error("--suite " + s + " --random-only: the suite has no random generator (those with one: " + have + ")");
+      }
+    }
+  }
+  return in;
+}
+
+// §CONF.2 The handshake: the peer's info, and its claims checked against the
+// protocol's suites, not against the files in this directory: a directory of
+// saved failures (§CONF.7) holds one suite, and a port claiming more is still
+// the same port. Throws engram::Error (the run cannot start).
+Claims Handshake(Peer& peer, json& hello) {
+  hello = peer.Hello();
+  const std::vector<std::string> protocol = vectors::SuiteNames();
+  return CheckHello(hello, std::set<std::string>(protocol.begin(), protocol.end()));
+}
+
+// ---------------------------------------------------------------- phase: the tests
+
+// The fixed vectors (contracts, then every suite asked for) unless
+// --random-only, then the random cases (§CONF.7), whose results and problems
+// join the fixed ones'.
+RandomRun RunTests(Run& run) {
+  const Options& options = run.options;
   if (!options.random_only) {
     RunContracts(run);
-    for (const SuiteFile& file : vectors->suites) {
+    for (const SuiteFile& file : run.vectors.suites) {
       if (options.suites.empty() || options.suites.count(file.name)) RunSuite(run, file);
     }
   }
   RandomRun random;
   if (options.random_cases > 0) {
-    random = RunRandom(options, peer, run.claims, std::cerr);
+    random = RunRandom(options, run.peer, run.claims, std::cerr);
     for (TestResult& r : random.results) run.results.push_back(std::move(r));
     for (const auto& [suite, list] : random.suite_problems) {
       for (const std::string& p : list) run.suite_problems[suite].push_back(p);
     }
   }
-  peer.Bye();
+  return random;
+}
 
-  Verdict verdict = Decide(run);
+// §CONF.7 The random part of the verdict: its lines, its JSON object, and the
+// saved failures (a directory that cannot be written turns the verdict).
+void AddRandom(const Options& options, const RandomRun& random, Verdict& verdict) {
   verdict.random_lines = random.lines;
   if (options.random_cases > 0) verdict.random = random.report;
   try {
@@ -670,15 +675,21 @@ int RunConformance(const Options& options, std::ostream& out) {
   } catch (const Error& e) {
     verdict.problems.push_back(std::string("the failing random cases could not be saved: ") + e.what());
   }
-  // The reports are staged (written and flushed beside their targets) before
-  // either is renamed into place and before the verdict is printed: a report
-  // that cannot be written turns the verdict, and both reports say the same.
+}
+
+// ---------------------------------------------------------------- phase: reports
+
+// §CONF.4, §ERR.1 The reports are staged (written and flushed beside their
+// targets) before either is renamed into place and before the verdict is
+// printed: a report that cannot be written turns the verdict, and both
+// reports say the same.
+void WriteReports(const Options& options, const json& hello, const std::vector<TestResult>& results, Verdict& verdict) {
   std::vector<std::unique_ptr<StagedFile>> staged;
   auto stage = [&]() -> std::string {
     staged.clear();
     const std::pair<std::filesystem::path, std::string> reports[] = {
-        {options.report_json, options.report_json.empty() ? "" : JsonReport(hello, run.results, verdict)},
-        {options.junit, options.junit.empty() ? "" : JunitReport(run.results, verdict)}};
+        {options.report_json, options.report_json.empty() ? "" : JsonReport(hello, results, verdict)},
+        {options.junit, options.junit.empty() ? "" : JunitReport(results, verdict)}};
     for (const auto& [path, text] : reports) {
       if (path.empty()) continue;
       try {
@@ -700,6 +711,38 @@ int RunConformance(const Options& options, std::ostream& out) {
       verdict.problems.push_back(std::string("a report could not be written: ") + e.what());
     }
   }
+}
+
+}  // namespace
+
+// The run in its phases: the checks before it, the handshake, the tests, the
+// verdict, the reports, the summary. A problem before the first test is exit 2
+// with nothing written; after it, every problem is part of the verdict.
+int RunConformance(const Options& options, std::ostream& out) {
+  std::optional<Inputs> in;
+  try {
+    in = CheckBeforeTheRun(options);
+  } catch (const Error& e) {
+    std::cerr << "engram conform: " << e.what() << "\n";
+    return 2;
+  }
+  Peer peer(options.command, options.timeout);
+  Run run{options, in->vectors, in->expect_fail, peer, {}, {}, {}};
+  json hello;
+  try {
+    run.claims = Handshake(peer, hello);
+  } catch (const Error& e) {
+    std::cerr << "engram conform: " << e.what() << "\n";
+    return 2;
+  }
+  out << "implementation: " << Short(json(run.claims.name)) << " " << Short(json(run.claims.version)) << "\n";
+
+  const RandomRun random = RunTests(run);
+  peer.Bye();
+
+  Verdict verdict = Decide(run);
+  AddRandom(options, random, verdict);
+  WriteReports(options, hello, run.results, verdict);
   PrintSummary(run.results, verdict, options.expect_fail, out);
   return verdict.Ok() ? 0 : 1;
 }

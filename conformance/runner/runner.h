@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "conformance/runner/compare.h"
+#include "vectors/compare.h"
 
 namespace engram::conform {
 

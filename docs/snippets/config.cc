@@ -4,7 +4,7 @@
 #include <string>
 
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 
 using namespace engram;
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "reference/config.h"
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/layout.h"
 
 using namespace engram;

@@ -1,7 +1,7 @@
 // spec/conformance.md §CONF.5 — accumulated vectors: a counter-based input
 // stream hashed as one sequence, folded into a running SHA-256.
-#ifndef ENGRAM_CONFORMANCE_RUNNER_ACCUMULATE_H_
-#define ENGRAM_CONFORMANCE_RUNNER_ACCUMULATE_H_
+#ifndef ENGRAM_VECTORS_ACCUMULATE_H_
+#define ENGRAM_VECTORS_ACCUMULATE_H_
 
 #include <cstdint>
 #include <functional>
@@ -22,4 +22,4 @@ std::string AccumulateHash(bool v41, int64_t compressed_vocab_size, uint64_t see
 
 }  // namespace engram::conform
 
-#endif  // ENGRAM_CONFORMANCE_RUNNER_ACCUMULATE_H_
+#endif  // ENGRAM_VECTORS_ACCUMULATE_H_

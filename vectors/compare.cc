@@ -1,13 +1,13 @@
 // spec/conformance.md §CONF.1 — how an implementation's outputs are compared
 // with the vectors' expected outputs.
-#include "conformance/runner/compare.h"
+#include "vectors/compare.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 
-#include "reference/error.h"
+#include "base/error.h"
 #include "reference/fusion.h"
 
 namespace engram::conform {

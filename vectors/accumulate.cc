@@ -1,11 +1,10 @@
-#include "conformance/runner/accumulate.h"
-
-#include <openssl/evp.h>
+#include "vectors/accumulate.h"
 
 #include <algorithm>
 #include <memory>
 
-#include "reference/error.h"
+#include "base/error.h"
+#include "base/sha256.h"
 #include "reference/hash.h"
 
 namespace engram::conform {
@@ -34,8 +33,7 @@ std::string AccumulateHash(bool v41, int64_t compressed_vocab_size, uint64_t see
                            const std::function<void(const std::vector<int64_t>&, std::vector<int64_t>&)>& hash_chunk) {
   if (n < 0) throw Error("accumulate: n must be >= 0, got " + std::to_string(n));
   if (compressed_vocab_size < 1) throw Error("accumulate: V must be >= 1");
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) throw Error("SHA-256 init failed");
+  Sha256 digest;
   // §ERR.3 Chunks bound the memory whatever n: ids, rows and their bytes for one chunk at a time.
   constexpr int64_t kChunk = 65536;
   std::vector<int64_t> ids;
@@ -52,18 +50,9 @@ std::string AccumulateHash(bool v41, int64_t compressed_vocab_size, uint64_t see
       const uint64_t u = static_cast<uint64_t>(rows[r]);
       for (int b = 0; b < 8; ++b) bytes[r * 8 + static_cast<size_t>(b)] = static_cast<unsigned char>(u >> (8 * b));
     }
-    if (EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) != 1) throw Error("SHA-256 update failed");
+    digest.Update(bytes.data(), bytes.size());
   }
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_DigestFinal_ex(ctx.get(), digest, &len) != 1) throw Error("SHA-256 final failed");
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(kHex[digest[i] >> 4]);
-    out.push_back(kHex[digest[i] & 15]);
-  }
-  return out;
+  return digest.HexDigest();
 }
 
 }  // namespace engram::conform

@@ -1,10 +1,15 @@
-// File helpers for the tools: output files appear whole or not at all.
-#ifndef ENGRAM_CONFORMANCE_CLI_FILEIO_H_
-#define ENGRAM_CONFORMANCE_CLI_FILEIO_H_
+/// \file
+/// The ground floor's file helpers, shared by the reference, the vectors and the
+/// tools: output files appear whole or not at all (§ERR.1), input files are
+/// read within a size limit (the mechanics of §ERR.4; the limits themselves are
+/// the reference's, reference/bad_inputs.h).
+#ifndef ENGRAM_BASE_FILEIO_H_
+#define ENGRAM_BASE_FILEIO_H_
 
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <cstdint>
 
 namespace engram {
 
@@ -30,11 +35,16 @@ class StagedFile {
   std::string temp_;  // empty: nothing staged (committed or failed)
 };
 
-// Reads a whole file (a vector, schema or manifest file, or a file the tools
-// wrote themselves) within the §ERR.4 limit of a vector file; throws
-// engram::Error naming the path (ReadInputFile, reference/bad_inputs.h).
-std::string ReadFile(const std::filesystem::path& path);
+// Reads the whole file at `path`, refusing it past `max_bytes` (§ERR.4, whose
+// table of limits per kind of file is reference/bad_inputs.h: ReadInputFile).
+// Pipes and devices are read in pieces and refused at the first byte past the
+// limit, never read beyond it. Throws engram::Error naming the path:
+// "<path>: cannot open for reading: ...", "<path>: is a directory, not a
+// <kind_name>", "<path>: N bytes is larger than <limit_text>", "<path>: more
+// than <limit_text>", "<path>: read failed: ...".
+std::string ReadFileWithin(const std::filesystem::path& path, uint64_t max_bytes, std::string_view kind_name,
+                           std::string_view limit_text);
 
 }  // namespace engram
 
-#endif  // ENGRAM_CONFORMANCE_CLI_FILEIO_H_
+#endif  // ENGRAM_BASE_FILEIO_H_

@@ -1,8 +1,8 @@
 // spec/conformance.md §CONF.1 — comparing an implementation's outputs with a
 // test's expected outputs: exact integers, hex floats (§STO.11), §FUS.9
 // tolerances.
-#ifndef ENGRAM_CONFORMANCE_RUNNER_COMPARE_H_
-#define ENGRAM_CONFORMANCE_RUNNER_COMPARE_H_
+#ifndef ENGRAM_VECTORS_COMPARE_H_
+#define ENGRAM_VECTORS_COMPARE_H_
 
 #include <cstddef>
 #include <string>
@@ -50,4 +50,4 @@ std::string Short(const nlohmann::ordered_json& v, size_t max_chars = 160);
 
 }  // namespace engram::conform
 
-#endif  // ENGRAM_CONFORMANCE_RUNNER_COMPARE_H_
+#endif  // ENGRAM_VECTORS_COMPARE_H_

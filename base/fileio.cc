@@ -1,5 +1,6 @@
-#include "conformance/cli/fileio.h"
+#include "base/fileio.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,14 +10,16 @@
 #include <fstream>
 #include <sstream>
 
-#include "reference/bad_inputs.h"
-#include "reference/error.h"
+#include "base/error.h"
 
 namespace engram {
 
 StagedFile::StagedFile(const std::filesystem::path& path, std::string_view content) : path_(path) {
   const std::filesystem::path dir = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
-  std::string tmpl = (dir / ("." + path.filename().string() + ".tmp-XXXXXX")).string();
+  std::string name = ".";  // appended, not "." + string&& (GCC 12 -Wrestrict false positive, bug 105329)
+  name += path.filename().string();
+  name += ".tmp-XXXXXX";
+  std::string tmpl = (dir / name).string();
   const int fd = mkstemp(tmpl.data());
   if (fd < 0) throw Error(path.string() + ": cannot create a temporary file in " + dir.string() + ": " + std::strerror(errno));
   temp_ = tmpl;
@@ -64,6 +67,41 @@ StagedFile::~StagedFile() {
 
 void WriteFileAtomic(const std::filesystem::path& path, std::string_view content) { StagedFile(path, content).Commit(); }
 
-std::string ReadFile(const std::filesystem::path& path) { return ReadInputFile(path, InputKind::kVectorFile); }
+std::string ReadFileWithin(const std::filesystem::path& path, uint64_t max_bytes, std::string_view kind_name,
+                           std::string_view limit_text) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(path.string() + ": cannot open for reading: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw Error(path.string() + ": is a directory, not a " + std::string(kind_name));
+  }
+  // A regular file says its size; a pipe or a device (/dev/zero) does not, so
+  // every file is read in pieces and refused at the first byte past the limit.
+  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    throw Error(path.string() + ": " + std::to_string(st.st_size) + " bytes is larger than " + std::string(limit_text));
+  }
+  std::string out;
+  if (S_ISREG(st.st_mode)) out.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      throw Error(path.string() + ": read failed: " + std::strerror(err));
+    }
+    if (n == 0) break;
+    if (out.size() + static_cast<size_t>(n) > max_bytes) {
+      ::close(fd);
+      throw Error(path.string() + ": more than " + std::string(limit_text));
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
 
 }  // namespace engram

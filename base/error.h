@@ -5,8 +5,8 @@
 /// of range, a malformed file) is reported by throwing engram::Error whose
 /// message names *where* (file, key or field) and *what* (the offending value).
 /// Command-line front ends catch it, print it on stderr and exit non-zero.
-#ifndef ENGRAM_REFERENCE_ERROR_H_
-#define ENGRAM_REFERENCE_ERROR_H_
+#ifndef ENGRAM_BASE_ERROR_H_
+#define ENGRAM_BASE_ERROR_H_
 
 #include <stdexcept>
 #include <string>
@@ -25,4 +25,4 @@ class Error : public std::runtime_error {
 
 }  // namespace engram
 
-#endif  // ENGRAM_REFERENCE_ERROR_H_
+#endif  // ENGRAM_BASE_ERROR_H_

@@ -1,0 +1,64 @@
+#include "base/sha256.h"
+
+#include <openssl/evp.h>
+
+#include "base/error.h"
+
+namespace engram {
+namespace {
+
+std::string Hex(const unsigned char* digest, unsigned int len) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * len);
+  for (unsigned int i = 0; i < len; ++i) {
+    out.push_back(kHex[digest[i] >> 4]);
+    out.push_back(kHex[digest[i] & 15]);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Sha256Hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr) != 1) {
+    throw Error("SHA-256 failed (OpenSSL EVP_Digest)");
+  }
+  return Hex(digest, len);
+}
+
+struct Sha256::Ctx {
+  EVP_MD_CTX* md = nullptr;  // null once the digest is final
+  ~Ctx() {
+    if (md != nullptr) EVP_MD_CTX_free(md);
+  }
+};
+
+Sha256::Sha256() : ctx_(std::make_unique<Ctx>()) {
+  ctx_->md = EVP_MD_CTX_new();
+  if (ctx_->md == nullptr || EVP_DigestInit_ex(ctx_->md, EVP_sha256(), nullptr) != 1) {
+    throw Error("SHA-256 init failed (OpenSSL EVP_DigestInit_ex)");
+  }
+}
+
+Sha256::~Sha256() = default;
+
+void Sha256::Update(const void* data, size_t size) {
+  if (ctx_->md == nullptr) throw Error("SHA-256: update after the digest was taken");
+  if (EVP_DigestUpdate(ctx_->md, data, size) != 1) throw Error("SHA-256 update failed (OpenSSL EVP_DigestUpdate)");
+}
+
+std::string Sha256::HexDigest() {
+  if (ctx_->md == nullptr) throw Error("SHA-256: the digest was already taken");
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  const int ok = EVP_DigestFinal_ex(ctx_->md, digest, &len);
+  EVP_MD_CTX_free(ctx_->md);
+  ctx_->md = nullptr;
+  if (ok != 1) throw Error("SHA-256 final failed (OpenSSL EVP_DigestFinal_ex)");
+  return Hex(digest, len);
+}
+
+}  // namespace engram
