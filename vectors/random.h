@@ -98,7 +98,7 @@ struct RandomSuite {
   std::function<std::vector<ojson>(const ojson& recipe)> shrink;  // candidates, each smaller in one respect
 };
 
-// The generators, in suite order (multipliers, layout, hash_v41, hash_demo).
+// The generators, in suite order (multipliers, layout, hash_v41, hash_demo, table_lookup, tp_shard).
 const std::vector<RandomSuite>& RandomSuites();
 // nullptr when `suite` has no generator.
 const RandomSuite* FindRandomSuite(const std::string& suite);
@@ -117,6 +117,8 @@ ojson RandomCasesDoc(const RandomSuite& suite, const std::vector<RandomCase>& ca
 RandomSuite RandomMultipliers();
 RandomSuite RandomLayout();
 RandomSuite RandomHash(bool v41);
+RandomSuite RandomTableLookup();  // SyntheticLookupTest (random_storage.cc)
+RandomSuite RandomTpShard();      // RowShardTest and HeadShardTest
 
 }  // namespace engram::vectors
 

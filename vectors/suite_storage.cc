@@ -13,6 +13,7 @@
 #include "reference/layout.h"
 #include "reference/storage.h"
 #include "vectors/mutants_storage.h"
+#include "vectors/suite_storage.h"
 #include "vectors/suite.h"
 
 namespace engram::vectors {
@@ -150,6 +151,8 @@ void CheckElement(Checker& c, const json&, const json& t) {
 // ---------------------------------------------------------------------------
 // table_lookup
 
+}  // namespace
+
 ojson TableJson(const std::string& layout, uint64_t seed, int64_t rows, int64_t width, bool edges) {
   ojson t = {{"layout", layout}, {"seed", seed}, {"rows", rows}};
   if (layout == "synthetic") {
@@ -160,6 +163,8 @@ ojson TableJson(const std::string& layout, uint64_t seed, int64_t rows, int64_t 
   }
   return t;
 }
+
+namespace {
 
 // The canonical one-layer safetensors header of §STO.11: weight then scale.
 std::string CanonicalHeader(const std::string& prefix, int64_t rows, int64_t head_dim) {
@@ -419,6 +424,8 @@ void CheckFloatLookup(Checker& c, const json& g, const json& t) {
 // ---------------------------------------------------------------------------
 // tp_shard
 
+}  // namespace
+
 ojson ShardsJson(int64_t rows, int world) {
   ojson out = ojson::array();
   for (int r = 0; r < world; ++r) {
@@ -448,6 +455,8 @@ ojson RowsHex(const std::vector<uint16_t>& v, size_t d) {
   for (size_t i = 0; i < v.size(); i += d) out.push_back(Bf16Hex(std::span<const uint16_t>(v.data() + i, d)));
   return out;
 }
+
+namespace {
 
 // The first row at or after `from` whose decode has a -0 element.
 int64_t NegZeroRow(const RowSource& s, int64_t from) {

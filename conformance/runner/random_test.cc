@@ -122,6 +122,18 @@ TEST(RandomCases, TheDrawsReachTheEdgesTheSpecNames) {
     note(l.test["result"] == "invalid", "layout invalid");
     note(l.profile == "demo-v1", "layout demo-v1");
     note(l.profile == "v4.1", "layout v4.1");
+    const RandomCase t = DrawCase(*engram::vectors::FindRandomSuite("tp_shard"), 3, i);
+    const int64_t rows = t.group["table"]["rows"], world = t.group["world"];
+    note(t.type == "RowShardTest" && world > rows, "tp_shard world > rows");
+    note(t.type == "RowShardTest" && rows % world != 0, "tp_shard short last shard");
+    note(t.type == "HeadShardTest" && world > t.group["columns"].get<int64_t>(), "tp_shard world > columns");
+    note(t.test["result"] == "invalid", "tp_shard invalid");
+    note(rows == 384006168, "tp_shard V4.1 rows");
+    const RandomCase lk = DrawCase(*engram::vectors::FindRandomSuite("table_lookup"), 3, i);
+    note(lk.test["result"] == "invalid", "table_lookup invalid");
+    if (lk.test["result"] == "valid") {
+      for (const ojson& e : lk.test["intermediate"]["edgeRow"]) note(e == true, "table_lookup edge row");
+    }
     const RandomCase m = DrawCase(*engram::vectors::FindRandomSuite("multipliers"), 3, i);
     if (m.type == "MultipliersTest") {
       note(m.test["seed"] >= (int64_t{1} << 32), "multipliers seed >= 2^32");
@@ -133,7 +145,9 @@ TEST(RandomCases, TheDrawsReachTheEdgesTheSpecNames) {
   for (const std::string what : {"hash_v41 DEAD", "hash_demo negative id", "hash_demo INT64_MIN", "layout invalid",
                                  "layout demo-v1", "layout v4.1", "multipliers seed >= 2^32", "multipliers invalid",
                                  "bounded constant", "bounded lemire32", "bounded masked32", "bounded raw64",
-                                 "bounded lemire64"}) {
+                                 "bounded lemire64", "tp_shard world > rows", "tp_shard short last shard",
+                                 "tp_shard world > columns", "tp_shard invalid", "tp_shard V4.1 rows",
+                                 "table_lookup invalid", "table_lookup edge row"}) {
     EXPECT_GT(seen[what], 0) << what;
   }
   for (const std::string s : {"hash_v41", "hash_demo"}) {
@@ -161,7 +175,8 @@ TEST(RandomConform, TheReferencePassesAndTheReportNamesTheSeed) {
   EXPECT_EQ(doc["random"]["suites"]["layout"]["asked"], 200);
   std::set<std::string> suites;
   for (const json& t : doc["results"]) suites.insert(t["suite"].get<std::string>());
-  EXPECT_EQ(suites, (std::set<std::string>{"random:hash_demo", "random:hash_v41", "random:layout", "random:multipliers"}));
+  EXPECT_EQ(suites, (std::set<std::string>{"random:hash_demo", "random:hash_v41", "random:layout", "random:multipliers",
+                                           "random:table_lookup", "random:tp_shard"}));
   // Without --random-only the fixed vectors run first, with the contract checks.
   Result both = Conform("--vectors " + kVectors + " --lib " + ENGRAM_PLUGIN + " --random 20 --seed 5 --accumulate-max 0");
   EXPECT_EQ(both.exit_code, 0) << both.out;
@@ -226,15 +241,19 @@ struct Planted {
   std::string bug;
   std::string suite;    // where the random cases look for it
   bool fixed_vectors_miss;  // no committed vector catches it
+  std::string small = "layers 1";  // what the shrunk case's size says ("" for no check)
 };
 
 const Planted kPlanted[] = {
     {"no-dead-blocking", "hash_v41", false},       {"dead-as-id", "hash_v41", false},
-    {"truncated-mod", "hash_demo", false},         {"int32-multipliers", "multipliers", false},
+    {"truncated-mod", "hash_demo", false},         {"int32-multipliers", "multipliers", false, ""},
     {"rollback-dead", "hash_v41", false},          {"upstream-duplicate-layers", "layout", false},
     {"upstream-zero-heads", "layout", false},      {"ngram-cap-4", "hash_v41", true},
-    {"heads-cap-8", "hash_demo", true},            {"seed-low-32", "multipliers", true},
+    {"heads-cap-8", "hash_demo", true},            {"seed-low-32", "multipliers", true, ""},
     {"rollback-ring-short", "hash_v41", true},
+    {"local-as-global", "tp_shard", false, "1 ids"},
+    {"keep-neg-zero", "tp_shard", false, "1 ids"},
+    {"block128", "table_lookup", false, "1 ids"},
 };
 
 class PlantedBugRandom : public testing::TestWithParam<Planted> {};
@@ -263,7 +282,7 @@ TEST_P(PlantedBugRandom, FoundShrunkAndSavedAsAReplay) {
             << shrunk["shrinkSteps"] << " steps, " << shrunk["shrinkCalls"] << " calls\n";
   RecordProperty("found_at_case", shrunk["case"].dump());
   RecordProperty("shrunk_to", shrunk["after"].get<std::string>());
-  if (p.suite != "multipliers") EXPECT_THAT(shrunk["after"].get<std::string>(), HasSubstr("layers 1"));
+  if (!p.small.empty()) EXPECT_THAT(shrunk["after"].get<std::string>(), HasSubstr(p.small));
   // The saved directory is a vectors directory: verified by the reference and
   // valid against the schemas (scripts/lint_vectors.py), and
   // it replays the failure (with the bug) and passes (without it).
