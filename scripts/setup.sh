@@ -6,7 +6,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
 debs=(build-essential cmake g++ git pkg-config libgtest-dev librapidcheck-dev nlohmann-json3-dev libicu-dev
-      libcli11-dev libssl-dev python3 python3-venv doxygen graphviz libjs-mathjax clang libclang-rt-dev)
+      libcli11-dev libssl-dev python3 python3-venv doxygen graphviz libjs-mathjax clang libclang-rt-dev
+      dpkg-dev)  # dpkg-dev: dpkg-shlibdeps, for the .deb of scripts/test_packaging.sh
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
