@@ -33,6 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/program_paths.h"
 #include "cuda/engram_cuda.h"
 #include "engram/conformance.h"
 #include "reference/config.h"

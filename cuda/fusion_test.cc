@@ -41,7 +41,8 @@
 #include "reference/layout.h"
 #include "reference/storage.h"
 
-namespace engram::cuda {
+// A namespace of its own: the suite's files are compiled together (unity build).
+namespace engram::cuda::fusion_test {
 namespace {
 
 bool HaveDevice() { return DeviceCount() > 0; }
@@ -859,4 +860,4 @@ TEST(Device, WkvV41ForwardChainMatchesMirror_FUS10) {
 }
 
 }  // namespace
-}  // namespace engram::cuda
+}  // namespace engram::cuda::fusion_test

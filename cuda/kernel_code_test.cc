@@ -33,6 +33,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/program_paths.h"
+
 namespace {
 
 // One .entry of a PTX file: its mangled name and its instruction lines.

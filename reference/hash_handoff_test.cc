@@ -12,7 +12,8 @@
 #include "reference/hash.h"
 #include "reference/layout.h"
 
-namespace engram {
+// A namespace of its own: the suite's files are compiled together (unity build).
+namespace engram::handoff_test {
 namespace {
 
 using testing::HasSubstr;
@@ -228,4 +229,4 @@ TEST(HistoryBinary, DocumentedByteLayout_HASH9) {
 }
 
 }  // namespace
-}  // namespace engram
+}  // namespace engram::handoff_test

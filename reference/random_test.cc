@@ -18,7 +18,8 @@
 
 #include "base/error.h"
 
-namespace engram {
+// A namespace of its own: the suite's files are compiled together (unity build).
+namespace engram::random_test {
 namespace {
 
 constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
@@ -457,4 +458,4 @@ TEST(NumpyCrosscheck, FileIfPresent) {
 }
 
 }  // namespace
-}  // namespace engram
+}  // namespace engram::random_test

@@ -3,6 +3,7 @@
 // Face tokenizers 0.23.3 recorded by hand (normalize_str, decode), or laws;
 // HfCrosscheck.TokenMapFileIfPresent compares whole maps with the real
 // tokenizers package, id for id.
+#include "base/program_paths.h"
 #include "reference/token_map.h"
 
 #include <gtest/gtest.h>

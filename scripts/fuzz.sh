@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (preset `fuzz`: clang, ASan+UBSan) and runs each for SECONDS (default 30),
-# starting from seed corpora taken from the committed vectors and example configs. Prints one line per target;
+# Builds the libFuzzer targets (in the preset `asan`: clang, ASan+UBSan, beside the test suites) and runs
+# each for SECONDS (default 30), starting from seed corpora taken from the committed vectors and example configs. Prints one line per target;
 # exits non-zero on the first finding (the crashing input is kept under build/fuzz/findings/).
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
 set -euo pipefail
@@ -10,8 +10,8 @@ seconds=${1:-30}
 shift || true
 targets=("$@")
 ((${#targets[@]})) || targets=(config token_map history contract safetensors protocol)
-cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz -j "$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}") >/dev/null
+cmake --preset asan >/dev/null
+cmake --build --preset asan -j "$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}") >/dev/null
 py=.venv/bin/python
 [ -x "$py" ] || py=python3
 corpus=build/fuzz/corpus
@@ -66,7 +66,7 @@ done
 status=0
 for t in "${targets[@]}"; do
   log=build/fuzz/fuzz_$t.log
-  if build/fuzz/conformance/fuzz/fuzz_$t "$corpus/$t" -max_total_time="$seconds" -rss_limit_mb=4096 \
+  if build/asan/conformance/fuzz/fuzz_$t "$corpus/$t" -max_total_time="$seconds" -rss_limit_mb=4096 \
        -artifact_prefix=build/fuzz/findings/$t- >"$log" 2>&1; then
     echo "fuzz_$t: ${seconds}s, no finding ($(grep -o 'stat::number_executed_runs: *[0-9]*' "$log" | grep -o '[0-9]*$' || grep -oE '#[0-9]+' "$log" | tail -1) runs)"
   else

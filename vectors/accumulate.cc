@@ -1,6 +1,7 @@
 #include "vectors/accumulate.h"
 
 #include <algorithm>
+#include <bit>
 #include <memory>
 
 #include "base/error.h"
@@ -45,12 +46,19 @@ std::string AccumulateHash(bool v41, int64_t compressed_vocab_size, uint64_t see
     for (int64_t i = 0; i < len; ++i) ids[static_cast<size_t>(i)] = StreamId(v41, compressed_vocab_size, seed, static_cast<uint64_t>(at + i));
     rows.clear();
     hash_chunk(ids, rows);
-    bytes.resize(rows.size() * 8);
-    for (size_t r = 0; r < rows.size(); ++r) {
-      const uint64_t u = static_cast<uint64_t>(rows[r]);
-      for (int b = 0; b < 8; ++b) bytes[r * 8 + static_cast<size_t>(b)] = static_cast<unsigned char>(u >> (8 * b));
+    if constexpr (std::endian::native == std::endian::little) {
+      // The rows already are int64 little-endian in memory: digest them in
+      // place (the byte-by-byte copy below took a third of a sanitizer
+      // build's `vectors verify`).
+      digest.Update(rows.data(), rows.size() * sizeof(int64_t));
+    } else {
+      bytes.resize(rows.size() * 8);
+      for (size_t r = 0; r < rows.size(); ++r) {
+        const uint64_t u = static_cast<uint64_t>(rows[r]);
+        for (int b = 0; b < 8; ++b) bytes[r * 8 + static_cast<size_t>(b)] = static_cast<unsigned char>(u >> (8 * b));
+      }
+      digest.Update(bytes.data(), bytes.size());
     }
-    digest.Update(bytes.data(), bytes.size());
   }
   return digest.HexDigest();
 }

@@ -32,6 +32,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "base/program_paths.h"
 #include "base/sha256.h"
 #include "conformance/testutil/sanitized.h"
 #include "reference/token_map.h"

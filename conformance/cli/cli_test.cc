@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/program_paths.h"
 #include "conformance/testutil/sanitized.h"
 
 namespace {

@@ -4,6 +4,7 @@
 #include <memory>
 #include <system_error>
 
+#include "base/program_paths.h"
 #include "conformance/cli/common.h"
 #include "vectors/generator.h"
 

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <string>
 
+#include "base/program_paths.h"
+
 namespace engram::conform::test {
 
 namespace fs = std::filesystem;

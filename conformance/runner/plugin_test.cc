@@ -26,10 +26,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/program_paths.h"
 #include "conformance/runner/runner.h"
 #include "engram/conformance.h"
 #include "reference/fusion.h"
 
+// A namespace of its own: the suite's files are compiled together (unity build).
+namespace plugin_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -864,3 +867,4 @@ TEST(CompareRules, ShortConvToleranceScalesPerVector) {
 }
 
 }  // namespace
+}  // namespace plugin_test

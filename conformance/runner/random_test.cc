@@ -14,11 +14,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/program_paths.h"
 #include "conformance/runner/conform_test_util.h"
 #include "base/error.h"
 #include "vectors/generator.h"
 #include "vectors/random.h"
 
+// A namespace of its own: the suite's files are compiled together (unity build).
+namespace random_test {
 namespace {
 
 using namespace engram::conform::test;
@@ -313,3 +316,4 @@ INSTANTIATE_TEST_SUITE_P(RandomConformance, PlantedBugRandom, testing::ValuesIn(
 });
 
 }  // namespace
+}  // namespace random_test

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/program_paths.h"
 #include "conformance/runner/conform_test_util.h"
 #include "conformance/runner/process.h"
 #include "conformance/runner/runner.h"

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "base/program_paths.h"
 #include "reference/config.h"
 #include "base/error.h"
 
