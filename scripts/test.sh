@@ -30,6 +30,7 @@ if [ -n "$quick" ]; then
   "$py" scripts/bad_inputs_table.py --check
   "$py" scripts/porting_doc.py --check
   "$py" scripts/docs_inline.py --check
+  "$py" docs/figures/explain_figures.py --check
   echo "quick: release ctest, vectors (regenerated, compared, verified in ctest; schema lint), generated files: OK"
   exit 0
 fi
@@ -81,6 +82,7 @@ cmake --build --preset release --target docs
 # ... and the requests and passing answers they document are the real runner's: every test passes
 "$engram" conform --vectors vectors --exec "$py scripts/porting_doc.py --replay" | tail -n 1
 "$py" scripts/docs_inline.py --check  # the worked examples copied into docs/*.md are their tested sources
+"$py" docs/figures/explain_figures.py --check --engram "$engram"  # hash figures + walkthrough exercises: engram's numbers, recomputed
 
 echo "== layers: every include runs down (base < reference < vectors < conformance < cuda, docs), drawing current"
 "$py" scripts/check_layers.py --check
