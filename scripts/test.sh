@@ -29,6 +29,8 @@ if [ -n "$quick" ]; then
   "$py" scripts/spec_index.py --check
   "$py" scripts/bad_inputs_table.py --check
   "$py" scripts/porting_doc.py --check
+  "$py" scripts/docs_inline.py --check
+  "$py" docs/figures/explain_figures.py --check
   echo "quick: release ctest, vectors (regenerated, compared, verified in ctest; schema lint), generated files: OK"
   exit 0
 fi
@@ -79,6 +81,8 @@ cmake --build --preset release --target docs
 "$py" scripts/porting_doc.py --check  # docs/porting.md and spec §CONF.6 match the vectors and schemas
 # ... and the requests and passing answers they document are the real runner's: every test passes
 "$engram" conform --vectors vectors --exec "$py scripts/porting_doc.py --replay" | tail -n 1
+"$py" scripts/docs_inline.py --check  # the worked examples copied into docs/*.md are their tested sources
+"$py" docs/figures/explain_figures.py --check --engram "$engram"  # hash figures + walkthrough exercises: engram's numbers, recomputed
 
 echo "== layers: every include runs down (base < reference < vectors < conformance < cuda, docs), drawing current"
 "$py" scripts/check_layers.py --check

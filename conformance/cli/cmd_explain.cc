@@ -2,7 +2,7 @@
 // hash for each position of a sequence, as a readable table or as JSON.
 //
 //   ids --§HASH.1--> compressed ids --§HASH.2--> window, blocked slots, tokens
-//       --§HASH.3--> rolling mix per order --§HASH.4--> residue and row per column
+//       --§HASH.3--> product per slot, rolling mix per order --§HASH.4--> residue and row per column
 //
 // and, with --synthetic-table SEED, what happens to the rows next:
 //
@@ -13,7 +13,11 @@
 // Nothing here is a new algorithm: the hash is TraceSequence (reference/hash.cc),
 // the rows come from SyntheticTable / SyntheticFloatTable (reference/storage.cc),
 // the gates from FuseV41Stream / DemoForward (reference/fusion.cc). This file
-// only chooses the synthetic inputs and prints.
+// only chooses the synthetic inputs and prints, and spells out the terms the
+// trace folds together: the product of each slot (the XOR of the products is
+// the mix, §HASH.3), the codes and scales of a decoded row (§STO.3) and the
+// steps of each gate (§FUS.4, §FUS.6), so that docs/figures/explain_figures.py
+// can draw every number from this command's JSON.
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -80,10 +84,23 @@ std::vector<uint16_t> ToBf16Bits(const std::vector<double>& v) {
   return b;
 }
 
+// §HASH.3 product_s = tok_s * m_s modulo 2^64, as the int64 of the same bits
+// (two's complement, like the mixes): the terms the rolling mix XORs. For
+// valid v4.1 ids every product is below 2^63 and nothing wraps (§HASH.7).
+std::vector<int64_t> Products(const std::vector<int64_t>& tokens, const std::vector<int64_t>& multipliers) {
+  std::vector<int64_t> out;
+  for (size_t s = 0; s < tokens.size(); ++s) {
+    out.push_back(static_cast<int64_t>(static_cast<uint64_t>(tokens[s]) * static_cast<uint64_t>(multipliers[s])));
+  }
+  return out;
+}
+
 // What --synthetic-table adds for one position and layer.
 struct Extra {
   std::vector<std::vector<double>> preview;  // [col][first `preview` values of the decoded row]
+  std::vector<RowBytes> bytes;               // v4.1: [col] the stored row (codes and scales)
   std::vector<double> gates;                 // [hc]
+  std::vector<ojson> gate_steps;             // [hc] every step of the stream's gate
 };
 
 struct Options {
@@ -195,6 +212,9 @@ void Run(const Options& o) {
         auto table = SyntheticTable(lseed, ll.num_embeddings, static_cast<int64_t>(head_dim), false);
         const std::vector<uint16_t> rows = LookupRows(*table, row_ids);
         for (size_t i = 0; i < rows.size(); ++i) e[i] = Bf16Value(rows[i]);
+        for (size_t p = 0; p < n; ++p) {
+          for (int64_t r : traces[p].rows[li]) extra[p][li].bytes.push_back(table->Row(r));
+        }
       } else {
         // §STO.10 the demo's float32 multi-head embedding, synthetic.
         auto table = SyntheticFloatTable(lseed, ll.num_embeddings, static_cast<int64_t>(head_dim));
@@ -231,6 +251,12 @@ void Run(const Options& o) {
                                              std::span<const uint16_t>(&kw[c * dim], dim), l.config.norm_eps, masked,
                                              Precision::kFloat64);
             extra[p][li].gates.push_back(t.gate);
+            const GateParts& g = t.gate_parts;
+            extra[p][li].gate_steps.push_back(
+                {{"mean_h2", t.mean_h2}, {"rstd_h", t.rstd_h}, {"mean_k2", t.mean_k2}, {"rstd_k", t.rstd_k},
+                 {"rstd", t.rstd}, {"sum_hwk", t.sum_hwk}, {"dot", t.dot}, {"clamped", g.clamped},
+                 {"root", g.root}, {"signed_root", g.signed_root}, {"sigmoid", g.gate}, {"masked", masked},
+                 {"gate", t.gate}});
           }
         }
       } else {
@@ -250,7 +276,14 @@ void Run(const Options& o) {
         q.conv_w = SynthArray(lseed, kConvW, hc * dim * q.kernel);
         const DemoForwardTrace f = DemoForward(e, hidden, n, q, Precision::kFloat64);
         for (size_t p = 0; p < n; ++p) {
-          for (const DemoStreamTrace& s : f.tokens[p].streams) extra[p][li].gates.push_back(s.gate);
+          for (const DemoStreamTrace& s : f.tokens[p].streams) {
+            extra[p][li].gates.push_back(s.gate);
+            const GateParts& g = s.gate_parts;
+            extra[p][li].gate_steps.push_back(
+                {{"rstd_key", s.normed_key.rstd}, {"rstd_query", s.normed_query.rstd}, {"sum", s.sum},
+                 {"g", s.g}, {"clamped", g.clamped}, {"root", g.root}, {"signed_root", g.signed_root},
+                 {"sigmoid", g.gate}, {"gate", s.gate}});
+          }
         }
       }
     }
@@ -263,6 +296,7 @@ void Run(const Options& o) {
     doc["pad"] = {{"raw", l.config.pad_id}, {"compressed", layout.pad}};
     doc["max_ngram"] = layout.max_ngram;
     doc["heads"] = layout.heads;
+    doc["bases"] = l.config.bases;  // §LAY.2 per order n = 2 .. max: the primes are searched from base - 1
     doc["ids_are"] = l.token_map ? "raw" : "compressed";
     doc["layers"] = ojson::array();
     for (const LayerLayout& ll : layout.layers) {
@@ -293,12 +327,32 @@ void Run(const Options& o) {
       pos["layers"] = ojson::array();
       for (size_t li = 0; li < n_layers; ++li) {
         ojson lj = {{"layer_id", layout.layers[li].layer_id},
+                    {"products", Products(t.tokens, layout.layers[li].multipliers)},
                     {"mixes", t.mixes[li]},
                     {"residues", t.residues[li]},
                     {"rows", t.rows[li]}};
         if (synth) {
           lj["row_preview"] = extra[p][li].preview;
+          if (!extra[p][li].bytes.empty()) {
+            // §STO.3 the previewed elements' codes and scales, their values and the bf16 result.
+            ojson decode = ojson::array();
+            for (const RowBytes& b : extra[p][li].bytes) {
+              ojson codes = ojson::array(), e4m3 = ojson::array(), scales = ojson::array(), e8m0 = ojson::array(),
+                    bf16 = ojson::array();
+              for (size_t j = 0; j < preview; ++j) {
+                const uint8_t c = b.codes[j], s = b.scales[j / static_cast<size_t>(kScaleBlock)];
+                codes.push_back(c);
+                e4m3.push_back(static_cast<double>(DecodeE4M3(c)));
+                scales.push_back(s);
+                e8m0.push_back(DecodeE8M0(s));
+                bf16.push_back(DecodeElement(c, s));
+              }
+              decode.push_back({{"codes", codes}, {"e4m3", e4m3}, {"scales", scales}, {"e8m0", e8m0}, {"bf16", bf16}});
+            }
+            lj["row_decode"] = decode;
+          }
           lj["gates"] = extra[p][li].gates;
+          lj["gate_steps"] = extra[p][li].gate_steps;
         }
         pos["layers"].push_back(lj);
       }
@@ -367,6 +421,10 @@ void Run(const Options& o) {
     os << "  compressed " << IdText(ids[p], layout, false) << "  tokens " << List(t.tokens) << "\n";
     for (size_t li = 0; li < n_layers; ++li) {
       const LayerLayout& ll = layout.layers[li];
+      const std::vector<int64_t> products = Products(t.tokens, ll.multipliers);
+      os << "  layer " << ll.layer_id << "  products:";
+      for (size_t s = 0; s < products.size(); ++s) os << "  tok_" << s << "*m" << s << " " << products[s];
+      os << "\n";
       os << "  layer " << ll.layer_id << "  mixes:";
       for (int o2 = 0; o2 < layout.orders(); ++o2) os << "  " << o2 + 2 << "-gram " << t.mixes[li][static_cast<size_t>(o2)];
       os << "\n";
