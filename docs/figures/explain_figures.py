@@ -261,6 +261,15 @@ def show_text(s):
 
 # ------------------------------------------------------------------------------ figures
 
+
+def finish_with_notes(svg, top, lines, bottom):
+    """Writes the figure's explanatory lines from `top`, one per 16 px, fits the
+    canvas to them (plus `bottom` px) and returns the SVG text."""
+    for i, s in enumerate(lines):
+        svg.text(20, top + 16 * i, s, size=11)
+    resize(svg, int(top + 16 * len(lines) + bottom))
+    return svg.done()
+
 def fig_windows(data):
     v41, masked, sentence = data["v41"], data["masked"], data["sentence"]
     n = len(v41["positions"])
@@ -503,10 +512,7 @@ def fig_row_decode(data):
              "is exact:",
              "3 mantissa bits fit in bf16's 7 (§STO.3). All numbers: engram explain --json (row_decode) and engram "
              "lookup."]
-    for i, s in enumerate(lines):
-        svg.text(20, y + 16 * i, s, size=11)
-    resize(svg, int(y + 16 * len(lines) + 8))
-    return svg.done()
+    return finish_with_notes(svg, y, lines, 8)
 
 
 def fig_tp(data):
@@ -570,10 +576,7 @@ def fig_tp(data):
              "changes:" % cols,
              "-0 + (+0) = +0 (spec/storage.md §STO.7). Numbers: engram explain --json and engram lookup --world %d."
              % world]
-    for i, s in enumerate(lines):
-        svg.text(20, y + 16 * i, s, size=11)
-    resize(svg, int(y + 16 * len(lines) + 8))
-    return svg.done()
+    return finish_with_notes(svg, y, lines, 8)
 
 
 def gate_table(svg, y, heads, rows, ops):
@@ -620,10 +623,7 @@ def fig_gate_v41(data):
              "A masked position (the masked sentence's position %d) has gates %s: its output is h itself." % (
                  MASKED, mg),
              "All numbers: engram explain --json --synthetic-table %d (gate_steps)." % v41["synthetic"]["table_seed"]]
-    for i, s in enumerate(lines):
-        svg.text(20, y + 12 + 16 * i, s, size=11)
-    resize(svg, int(y + 12 + 16 * len(lines) + 4))
-    return svg.done()
+    return finish_with_notes(svg, y + 12, lines, 4)
 
 
 def fig_gate_demo(data):
@@ -646,10 +646,7 @@ def fig_gate_demo(data):
              "value_c = gate_c * Linear_v(e), then ShortConv. sign(0) = 0: a zero g gives gate 1/2 exactly, where",
              "v4.1's copysign does not. All numbers: engram explain --json --synthetic-table %d (gate_steps)." %
              demo["synthetic"]["table_seed"]]
-    for i, s in enumerate(lines):
-        svg.text(20, y + 12 + 16 * i, s, size=11)
-    resize(svg, int(y + 12 + 16 * len(lines) + 4))
-    return svg.done()
+    return finish_with_notes(svg, y + 12, lines, 4)
 
 
 # ------------------------------------------------------------------------------ Markdown blocks
