@@ -51,8 +51,12 @@ void WriteVectorsDir(const std::filesystem::path& out, const std::vector<std::st
 // §VEC.6 Checks DIR/MANIFEST.sha256, the structure of every suite file, and
 // recomputes every test's expected values with the reference. Prints one line
 // per suite and the summary to `log`, one "FAIL ..." line per problem to
-// `problems_out`; returns true when all is well.
-bool VerifyAll(const std::filesystem::path& dir, std::ostream& log, std::ostream& problems_out);
+// `problems_out`; returns true when all is well. A non-empty `only` (suite
+// names, `--suite`) limits the parsing and recomputation to those suite files;
+// the manifest is still checked whole. A name that is not a suite throws
+// engram::Error; a named suite missing from DIR is a problem.
+bool VerifyAll(const std::filesystem::path& dir, std::ostream& log, std::ostream& problems_out,
+               const std::vector<std::string>& only = {});
 
 // Verifies one parsed suite document; appends problems (each naming the
 // file, tcId and field) to `problems`. Returns the number of tests checked.

@@ -31,6 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::HasSubstr;
+using testing::Not;
 
 struct Result {
   int exit_code;
@@ -443,7 +444,8 @@ TEST(CliVectors, GenerateReproducesCommittedAndVerifyCatchesTampering) {
   json& rows = doc["testGroups"][0]["tests"][2]["rows"];
   rows[0][0][0] = rows[0][0][0].get<int64_t>() + 1;
   Write(out / "v1/hash_v41.json", doc.dump(1) + "\n");
-  Result tampered = RunCli("vectors verify " + out.string());
+  // Only the tampered suite is recomputed (the full verify above already ran).
+  Result tampered = RunCli("vectors verify " + out.string() + " --suite hash_v41");
   EXPECT_NE(tampered.exit_code, 0);
   // Problems go to stderr (§ERR.1).
   EXPECT_THAT(tampered.err, HasSubstr("hash_v41.json has SHA-256"));  // the manifest notices first
@@ -482,7 +484,7 @@ TEST(CliVectors, VerifyNamesTheFirstDifferingElementEverywhere) {
     part = v.get<int64_t>();
     v = part - 1;
   });
-  Result r = RunCli("vectors verify " + dir.string());
+  Result r = RunCli("vectors verify " + dir.string() + " --suite hash_v41 --suite multipliers --suite tp_shard");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("v1/hash_v41.json: tcId 21: step 0 (append): rows[2][1][5]: the vector has " +
                                std::to_string(row + 1) + ", the reference gives " + std::to_string(row)));
@@ -491,6 +493,42 @@ TEST(CliVectors, VerifyNamesTheFirstDifferingElementEverywhere) {
   EXPECT_THAT(r.err, HasSubstr("group part (ceil(rows / world)): the vector has " + std::to_string(part - 1) +
                                ", the reference gives " + std::to_string(part)));
   EXPECT_EQ(r.err.find("differ from the reference"), std::string::npos) << r.err;  // no message without values
+}
+
+// §VEC.10 --suite limits the recomputation, never the manifest, and says so.
+TEST(CliVectors, VerifySuiteRecomputesOnlyThoseAndChecksTheManifestWhole) {
+  const fs::path dir = TempDir() / "suite_vectors";
+  fs::remove_all(dir);
+  fs::copy(fs::path(ENGRAM_SOURCE_DIR) / "vectors", dir, fs::copy_options::recursive);
+  Result ok = RunCli("vectors verify " + dir.string() + " --suite layout --suite tp_shard");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("v1/layout.json: "));
+  EXPECT_THAT(ok.out, HasSubstr("v1/accumulated.json: digest checked, not recomputed (--suite)"));
+  const size_t files = static_cast<size_t>(std::distance(fs::directory_iterator(dir / "v1"), fs::directory_iterator()));
+  EXPECT_THAT(ok.out, HasSubstr("vectors verified: OK (2 of " + std::to_string(files) +
+                                " suite files recomputed, --suite; the manifest checked whole)"));
+
+  // A wrong expected value in a suite that is not recomputed is not found...
+  json doc = json::parse(Slurp(dir / "v1/multipliers.json"));
+  doc["testGroups"][0]["tests"][0]["intermediate"]["pool"][1] = doc["testGroups"][0]["tests"][0]["intermediate"]["pool"][1].get<int64_t>() + 1;
+  Write(dir / "v1/multipliers.json", doc.dump(1) + "\n");
+  Result other = RunCli("vectors verify " + dir.string() + " --suite layout");
+  EXPECT_NE(other.exit_code, 0);
+  // ... but the manifest still sees that its bytes changed.
+  EXPECT_THAT(other.err, HasSubstr("v1/multipliers.json has SHA-256"));
+  EXPECT_EQ(other.err.find("intermediate.pool[1]"), std::string::npos) << other.err;
+  EXPECT_THAT(other.out, HasSubstr("1 problem(s) (1 of "));
+
+  // A name that is no suite is refused before anything is read; so is a
+  // suite whose file is not there.
+  Result typo = RunCli("vectors verify " + dir.string() + " --suite hash_v4");
+  EXPECT_NE(typo.exit_code, 0);
+  EXPECT_THAT(typo.err, HasSubstr("--suite hash_v4: no such suite (the suites are: "));
+  EXPECT_THAT(typo.out, Not(HasSubstr("manifest:")));
+  fs::remove(dir / "v1/layout.json");
+  Result gone = RunCli("vectors verify " + dir.string() + " --suite layout");
+  EXPECT_NE(gone.exit_code, 0);
+  EXPECT_THAT(gone.err, HasSubstr("v1/layout.json: asked for with --suite, but the directory has no such file"));
 }
 
 TEST(CliVectors, VerifyRefusesAMissingManifest) {
@@ -1054,7 +1092,7 @@ TEST(CliVectors, VerifyRefusesFloatsWhereIntegersBelong) {
   json doc = json::parse(Slurp(dir / "v1/multipliers.json"));
   doc["testGroups"][0]["tests"][0]["seed"] = -9.3e18;
   Write(dir / "v1/multipliers.json", doc.dump(1) + "\n");
-  Result r = RunCli("vectors verify " + dir.string());
+  Result r = RunCli("vectors verify " + dir.string() + " --suite multipliers");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("tcId 1: test.seed is a floating-point number"));
 }
