@@ -18,10 +18,10 @@ if [[ ! -x "$BIN" ]]; then
   exit 1
 fi
 
-printf '%-12s %10s %14s %22s\n' suite cases "cases/s" "cases/s (with JSON)"
+printf '%-12s %10s %18s %22s %22s\n' suite cases "cases/s (1 thread)" "cases/s (T threads)" "cases/s (1, with JSON)"
 for suite in multipliers layout hash_v41 hash_demo; do
   "$BIN" bench random --suite "$suite" --cases "$N" --seed 1 |
-    python3 -c 'import json,sys; d=json.load(sys.stdin); print("%-12s %10d %14.0f %22.0f" % (d["suite"], d["cases"], d["cases_per_second"], d["cases_per_second_with_json"]))'
+    python3 -c 'import json,sys; d=json.load(sys.stdin); print("%-12s %10d %18.0f %18.0f (%d) %22.0f" % (d["suite"], d["cases"], d["cases_per_second"], d["cases_per_second_threads"], d["threads"], d["cases_per_second_with_json"]))'
 done
 
 if [[ -f "$PLUGIN" ]]; then

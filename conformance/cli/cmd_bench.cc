@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "reference/hash.h"
 #include "vectors/random.h"
+#include "vectors/random_stream.h"
 
 namespace engram::cli {
 namespace {
@@ -90,6 +91,7 @@ void AddBenchCommand(CLI::App& app) {
     std::string suite = "hash_v41";
     int64_t cases = 20000;
     int64_t seed = 1;
+    int64_t threads = vectors::DefaultCaseThreads();
   };
   auto r = std::make_shared<RandomState>();
   auto* rnd = bench->add_subcommand("random", "Time drawing and computing N random cases of a suite (§CONF.7)");
@@ -97,6 +99,9 @@ void AddBenchCommand(CLI::App& app) {
   rnd->add_option("--cases", r->cases, "Number of cases, 1 ... 10^8 (default 20000)")
       ->check(IntIn(1, 100000000, "a number of cases"));
   rnd->add_option("--seed", r->seed, "The seed (default 1)")->check(IntIn(0, INT64_MAX, "a seed"));
+  rnd->add_option("--threads", r->threads,
+                  "Threads for the second measurement, as engram conform --random-threads (default: the cores, at most 8)")
+      ->check(IntIn(1, 64, "a number of threads"));
   rnd->callback([r] {
     const vectors::RandomSuite* gen = vectors::FindRandomSuite(r->suite);
     if (gen == nullptr) {
@@ -112,6 +117,20 @@ void AddBenchCommand(CLI::App& app) {
       checksum = checksum * 31 + static_cast<uint64_t>(c.measure);
     }
     const double build = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    // The same cases through the stream a random run uses, on --threads
+    // threads; the checksum shows they are the same cases in the same order.
+    uint64_t threaded_checksum = 0;
+    const auto tt = std::chrono::steady_clock::now();
+    {
+      vectors::CaseStream stream(*gen, static_cast<uint64_t>(r->seed), r->cases, static_cast<int>(r->threads));
+      vectors::RandomCase c;
+      while (stream.Next(c)) threaded_checksum = threaded_checksum * 31 + static_cast<uint64_t>(c.measure);
+    }
+    const double threaded = std::chrono::duration<double>(std::chrono::steady_clock::now() - tt).count();
+    if (threaded_checksum != checksum) {
+      throw Error("bench random: the cases drawn on " + std::to_string(r->threads) +
+                  " threads differ from those drawn on one (a generator keeps state shared between threads)");
+    }
     const auto t1 = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < r->cases; ++i) {
       const vectors::RandomCase c = vectors::DrawCase(*gen, static_cast<uint64_t>(r->seed), i);
@@ -123,6 +142,9 @@ void AddBenchCommand(CLI::App& app) {
     doc["cases"] = r->cases;
     doc["seconds"] = build;
     doc["cases_per_second"] = static_cast<double>(r->cases) / build;
+    doc["threads"] = r->threads;
+    doc["seconds_threads"] = threaded;
+    doc["cases_per_second_threads"] = static_cast<double>(r->cases) / threaded;
     doc["seconds_with_json"] = with_json;
     doc["cases_per_second_with_json"] = static_cast<double>(r->cases) / with_json;
     doc["json_bytes"] = bytes;

@@ -7,6 +7,7 @@
 
 #include "conformance/cli/common.h"
 #include "conformance/runner/random_run.h"
+#include "vectors/random_stream.h"
 #include "conformance/runner/runner.h"
 #include "base/error.h"
 
@@ -36,7 +37,7 @@ void AddConformCommand(CLI::App& app) {
     int64_t accumulate_max = 10000000;
     bool strict_stale = false;
     int max_timeouts = 3;
-    int64_t random = 0, max_random_failures = 1, shrink_calls = 2000;
+    int64_t random = 0, max_random_failures = 1, shrink_calls = 2000, random_threads = vectors::DefaultCaseThreads();
     uint64_t seed = 0;
     bool random_only = false;
     std::string save_failures;
@@ -80,6 +81,11 @@ void AddConformCommand(CLI::App& app) {
                   "The most implementation calls spent shrinking one failing case (default 2000; 0: no shrinking)")
       ->check(IntIn(0, 100000000, "a number of calls"))
       ->needs(random);
+  cmd->add_option("--random-threads", s->random_threads,
+                  "Threads that draw the random cases ahead of the implementation (default: the cores, at most 8; "
+                  "1: each when it is needed). The cases are the same for any number")
+      ->check(IntIn(1, 64, "a number of threads"))
+      ->needs(random);
   cmd->callback([s, seed] {
     conform::Options o;
     o.vectors = s->vectors;
@@ -108,6 +114,7 @@ void AddConformCommand(CLI::App& app) {
     o.save_failures = s->save_failures;
     o.max_random_failures = static_cast<int>(s->max_random_failures);
     o.shrink_calls = s->shrink_calls;
+    o.random_threads = static_cast<int>(s->random_threads);
     if (s->random > 0) {
       // §CONF.7 a nightly run draws a fresh seed; the report and the replay line name it.
       o.random_seed = seed->count() > 0 ? s->seed : FreshSeed();

@@ -7,6 +7,7 @@
 #include "conformance/runner/judge.h"
 #include "base/error.h"
 #include "vectors/generator.h"
+#include "vectors/random_stream.h"
 
 namespace engram::conform {
 namespace {
@@ -134,10 +135,14 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
     int64_t drawn = 0, asked = 0, out_of_scope = 0, failures = 0, unanswered_in_a_row = 0;
     std::string stopped;  // why drawing stopped early
     json shrunk_report = json::array();
+    // Drawn ahead while the implementation answers (the order and the cases
+    // are those of DrawCase); the stream stops its workers when this suite
+    // stops early.
+    vectors::CaseStream stream(gen, o.random_seed, o.random_cases, o.random_threads);
     for (int64_t i = 0; i < o.random_cases; ++i) {
       vectors::RandomCase c;
       try {
-        c = vectors::DrawCase(gen, o.random_seed, i);
+        stream.Next(c);
       } catch (const Error& e) {  // a generator bug: say so, never skip quietly
         out.suite_problems[Label(gen.suite)].push_back("case " + std::to_string(i + 1) + " could not be generated: " + e.what());
         stopped = "a generator error";

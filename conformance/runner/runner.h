@@ -40,6 +40,7 @@ struct Options {
   std::filesystem::path save_failures;  // the shrunk failing cases, as a vectors directory
   int max_random_failures = 1;          // per suite: stop drawing after this many failing cases
   int64_t shrink_calls = 2000;          // the most implementation calls spent shrinking one failure
+  int random_threads = 1;               // threads drawing the cases ahead (vectors/random_stream.h); 1: on demand
   // The options that select the implementation ("--lib L" or "--exec 'CMD'"),
   // for the replay lines.
   std::string implementation_args;

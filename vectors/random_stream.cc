@@ -1,0 +1,76 @@
+// spec/conformance.md §CONF.7 — the cases of a random run, drawn ahead.
+#include "vectors/random_stream.h"
+
+#include <algorithm>
+#include <exception>
+
+#include "base/error.h"
+
+namespace engram::vectors {
+
+int DefaultCaseThreads() {
+  const unsigned n = std::thread::hardware_concurrency();  // 0 when unknown
+  return static_cast<int>(std::clamp(n, 1u, 8u));
+}
+
+CaseStream::CaseStream(const RandomSuite& suite, uint64_t seed, int64_t count, int threads, int64_t lookahead)
+    : suite_(suite), seed_(seed), count_(count), lookahead_(std::max<int64_t>(lookahead, 1)) {
+  if (threads <= 1) return;  // built on demand in Next()
+  for (int t = 0; t < threads; ++t) workers_.emplace_back([this] { Work(); });
+}
+
+CaseStream::~CaseStream() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  room_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+void CaseStream::Work() {
+  for (;;) {
+    int64_t i;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      room_.wait(lock, [&] { return stop_ || next_claim_ >= count_ || next_claim_ < next_read_ + lookahead_; });
+      if (stop_ || next_claim_ >= count_) return;
+      i = next_claim_++;
+    }
+    Slot slot;
+    try {
+      slot.c = DrawCase(suite_, seed_, i);
+    } catch (const std::exception& e) {  // engram::Error from a generator; anything else is one too
+      slot.error = e.what();
+      if (slot.error.empty()) slot.error = "unknown error";
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_.emplace(i, std::move(slot));
+    }
+    ready_.notify_all();
+  }
+}
+
+bool CaseStream::Next(RandomCase& out) {
+  if (next_read_ >= count_) return false;
+  if (workers_.empty()) {
+    out = DrawCase(suite_, seed_, next_read_++);
+    return true;
+  }
+  Slot slot;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    ready_.wait(lock, [&] { return done_.count(next_read_) != 0; });
+    auto it = done_.find(next_read_);
+    slot = std::move(it->second);
+    done_.erase(it);
+    ++next_read_;
+  }
+  room_.notify_all();
+  if (!slot.error.empty()) throw Error(slot.error);
+  out = std::move(slot.c);
+  return true;
+}
+
+}  // namespace engram::vectors
