@@ -36,7 +36,10 @@ check_prefix() {
   plugin=$(find "$prefix" -name 'libengram_reference_plugin.so' -path '*/engram/*' | head -n 1)
   [ -n "$plugin" ] || { echo "packaging ($label): no reference plug-in under $prefix" >&2; exit 1; }
   "$engram" --version >/dev/null
-  "$engram" vectors verify "$share/vectors" >/dev/null
+  # The installed files are the built ones (every digest of the manifest is checked); recomputing
+  # them all again would repeat the vector stage's full verify with the same code: one suite shows
+  # that the installed CLI finds its schemas and recomputes.
+  "$engram" vectors verify "$share/vectors" --suite hash_v41 >/dev/null
   local verdict
   verdict=$("$engram" conform --vectors "$share/vectors" --lib "$plugin" | tail -n 1)
   case "$verdict" in "conformance: OK:"*) ;; *) echo "packaging ($label): conform on the installed vectors: $verdict" >&2; exit 1 ;; esac
