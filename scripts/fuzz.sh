@@ -63,16 +63,30 @@ PY
 for t in "${targets[@]}"; do
   [ -d "conformance/fuzz/regressions/$t" ] && mkdir -p "$corpus/$t" && cp conformance/fuzz/regressions/$t/* "$corpus/$t/"
 done
-status=0
-for t in "${targets[@]}"; do
-  log=build/fuzz/fuzz_$t.log
+# The targets run side by side, one per core (each still gets SECONDS of wall time on a core of its
+# own), and report in the order given.
+run_one() {
+  local t=$1 log=build/fuzz/fuzz_$1.log
   if build/asan/conformance/fuzz/fuzz_$t "$corpus/$t" -max_total_time="$seconds" -rss_limit_mb=4096 \
        -artifact_prefix=build/fuzz/findings/$t- >"$log" 2>&1; then
-    echo "fuzz_$t: ${seconds}s, no finding ($(grep -o 'stat::number_executed_runs: *[0-9]*' "$log" | grep -o '[0-9]*$' || grep -oE '#[0-9]+' "$log" | tail -1) runs)"
+    echo "fuzz_$t: ${seconds}s, no finding ($(grep -o 'stat::number_executed_runs: *[0-9]*' "$log" | grep -o '[0-9]*$' || grep -oE '#[0-9]+' "$log" | tail -1) runs)" >"$log.verdict"
   else
-    echo "fuzz_$t: FINDING (see $log and build/fuzz/findings/)"
-    tail -30 "$log"
-    status=1
+    { echo "fuzz_$t: FINDING (see $log and build/fuzz/findings/)"; tail -30 "$log"; } >"$log.verdict"
+    return 1
   fi
+}
+jobs_max=$(nproc)
+for t in "${targets[@]}"; do
+  rm -f "build/fuzz/fuzz_$t.log.verdict"
+  while (( $(jobs -rp | wc -l) >= jobs_max )); do wait -n || true; done
+  run_one "$t" &
+done
+wait || true
+# The verdict files, not exit codes, decide: a target that wrote none did not finish cleanly.
+status=0
+for t in "${targets[@]}"; do
+  v="build/fuzz/fuzz_$t.log.verdict"
+  if [ -f "$v" ]; then cat "$v"; else echo "fuzz_$t: did not report (see build/fuzz/fuzz_$t.log)"; fi
+  { [ -f "$v" ] && ! grep -q '^fuzz_[a-z_]*: FINDING' "$v"; } || status=1
 done
 exit $status
