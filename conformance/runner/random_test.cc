@@ -184,6 +184,20 @@ TEST(RandomCases, TheDrawsReachTheEdgesTheSpecNames) {
     if (lk.test["result"] == "valid") {
       for (const ojson& e : lk.test["intermediate"]["edgeRow"]) note(e == true, "table_lookup edge row");
     }
+    const RandomCase h = DrawCase(*engram::vectors::FindRandomSuite("hash_state"), 3, i);
+    note(h.recipe["kind"] == "microBatches" && h.recipe["sequences"].size() == 3, "hash_state three sequences");
+    if (h.recipe["kind"] == "badHistory") note(true, "hash_state " + h.recipe["break"].get<std::string>());
+    for (const ojson& seg : h.test.value("segments", ojson::array())) {
+      const int64_t from = seg["from"], to = seg["to"], w = h.recipe["maxNgram"].get<int64_t>() - 1;
+      note(from == to && from > 0, "hash_state an empty segment");
+      note(to > from && to - from < w, "hash_state a segment shorter than the window");
+      note(seg["historyIn"]["position"] >= (int64_t{1} << 31), "hash_state a history beyond 2^31");
+      for (const ojson& id : seg["historyIn"]["history"]) {
+        note(id == -1, "hash_state DEAD in a history");
+        note(id < -1, "hash_state a negative id in a history");
+      }
+    }
+    note(h.test.value("segments", ojson::array()).size() > 10, "hash_state decode steps");
     const RandomCase m = DrawCase(*engram::vectors::FindRandomSuite("multipliers"), 3, i);
     if (m.type == "MultipliersTest") {
       note(m.test["seed"] >= (int64_t{1} << 32), "multipliers seed >= 2^32");
@@ -197,7 +211,12 @@ TEST(RandomCases, TheDrawsReachTheEdgesTheSpecNames) {
                                  "bounded constant", "bounded lemire32", "bounded masked32", "bounded raw64",
                                  "bounded lemire64", "tp_shard world > rows", "tp_shard short last shard",
                                  "tp_shard world > columns", "tp_shard invalid", "tp_shard V4.1 rows",
-                                 "table_lookup invalid", "table_lookup edge row"}) {
+                                 "table_lookup invalid", "table_lookup edge row", "hash_state three sequences",
+                                 "hash_state shortHistory", "hash_state longHistory", "hash_state idBeyondV",
+                                 "hash_state negativeId", "hash_state otherLayout", "hash_state negativePosition",
+                                 "hash_state an empty segment", "hash_state a segment shorter than the window",
+                                 "hash_state a history beyond 2^31", "hash_state DEAD in a history",
+                                 "hash_state a negative id in a history", "hash_state decode steps"}) {
     EXPECT_GT(seen[what], 0) << what;
   }
   for (const std::string s : {"hash_v41", "hash_demo"}) {
@@ -226,7 +245,7 @@ TEST(RandomConform, TheReferencePassesAndTheReportNamesTheSeed) {
   std::set<std::string> suites;
   for (const json& t : doc["results"]) suites.insert(t["suite"].get<std::string>());
   EXPECT_EQ(suites, (std::set<std::string>{"random:hash_demo", "random:hash_v41", "random:layout", "random:multipliers",
-                                           "random:table_lookup", "random:tp_shard"}));
+                                           "random:table_lookup", "random:tp_shard", "random:hash_state"}));
   // Without --random-only the fixed vectors run first, with the contract checks.
   Result both = Conform("--vectors " + kVectors + " --lib " + ENGRAM_PLUGIN + " --random 20 --seed 5 --accumulate-max 0");
   EXPECT_EQ(both.exit_code, 0) << both.out;
@@ -248,9 +267,9 @@ TEST(RandomConform, WithoutASeedAFreshOneIsDrawnAndPrinted) {
 }
 
 TEST(RandomConform, RefusesWhatItCannotDoBeforeTheRun) {
-  Result no_gen = Conform("--vectors " + kVectors + " --lib " + ENGRAM_PLUGIN + " --random 5 --random-only --suite token_map");
+  Result no_gen = Conform("--vectors " + kVectors + " --lib " + ENGRAM_PLUGIN + " --random 5 --random-only --suite fp8_decode");
   EXPECT_EQ(no_gen.exit_code, 2) << no_gen.out;
-  EXPECT_THAT(no_gen.out, HasSubstr("--suite token_map --random-only: the suite has no random generator"));
+  EXPECT_THAT(no_gen.out, HasSubstr("--suite fp8_decode --random-only: the suite has no random generator"));
   const fs::path full = Dir() / "not-empty";
   fs::create_directories(full);
   std::ofstream(full / "x") << "x";
@@ -273,6 +292,16 @@ TEST(RandomConform, AClaimedSuiteThatComputesNothingFailsTheRun) {
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_THAT(r.out, HasSubstr("random:layout: 5 passed"));
   EXPECT_THAT(r.out, HasSubstr("random:hash_v41: answered by the implementation, but no valid random case of it passed"));
+}
+
+// An independent port (the numpy example adapter, no bug planted) passes the
+// hand-off cases: the expectations are not the reference's own quirks.
+TEST(RandomConform, TheNumpyAdapterPassesTheHandoffCases) {
+  if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
+  Result r = Conform("--vectors " + kVectors + " --exec \"" + Python() + " " + kAdapter +
+                     "\" --random 300 --seed 11 --random-only --suite hash_state");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("random:hash_state: 300 passed, 0 failed, 0 skipped"));
 }
 
 // A run with nothing failing saves nothing (there is no empty vectors directory
@@ -301,6 +330,7 @@ const Planted kPlanted[] = {
     {"upstream-zero-heads", "layout", false},      {"ngram-cap-4", "hash_v41", true},
     {"heads-cap-8", "hash_demo", true},            {"seed-low-32", "multipliers", true, ""},
     {"rollback-ring-short", "hash_v41", true},
+    {"lazy-import", "hash_state", true},           {"position-int32", "hash_state", true},
     {"local-as-global", "tp_shard", false, "1 ids"},
     {"keep-neg-zero", "tp_shard", false, "1 ids"},
     {"block128", "table_lookup", false, "1 ids"},
