@@ -54,6 +54,31 @@ TEST(RandomCases, EveryGeneratedCaseIsAVectorTheVerifierAccepts) {
   }
 }
 
+// The cases are valid against their suite's JSON Schema as well
+// (scripts/lint_vectors.py, jsonschema: nothing of the reference), written as
+// a vectors directory the way --save-failures writes one.
+TEST(RandomCases, TheHandoffAndTokenMapCasesAreSchemaValidIfPresent) {
+  if (Python().empty() || std::system((Python() + " -c 'import jsonschema' >/dev/null 2>&1").c_str()) != 0) {
+    GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with jsonschema";
+  }
+  const fs::path dir = Dir() / "random-schema";
+  fs::remove_all(dir);
+  auto doc = [](const std::string& suite) {
+    const RandomSuite& gen = *engram::vectors::FindRandomSuite(suite);
+    std::vector<RandomCase> cases;
+    for (int64_t i = 0; i < 50; ++i) cases.push_back(DrawCase(gen, 42, i));  // jsonschema: ~25 ms a case
+    return engram::vectors::RandomCasesDoc(gen, cases, std::vector<std::string>(cases.size(), "case"), {"schema"});
+  };
+  std::ostringstream quiet;
+  engram::vectors::WriteVectorsDir(dir, {"hash_state", "token_map"}, doc, fs::path(kVectors) / "schema", quiet);
+  const fs::path out = Dir() / "lint.txt";
+  const std::string cmd = Python() + " " + ENGRAM_SOURCE_DIR + "/scripts/lint_vectors.py " + dir.string() + " >" +
+                          out.string() + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << Slurp(out);
+  EXPECT_THAT(Slurp(out), HasSubstr("v1/token_map.json: OK"));
+  EXPECT_THAT(Slurp(out), HasSubstr("v1/hash_state.json: OK"));
+}
+
 // §CONF.7 determinism: case i depends on (seed, suite, i) alone.
 TEST(RandomCases, TheSameSeedGivesTheSameBytesInAnyOrder) {
   for (const RandomSuite& gen : RandomSuites()) {
