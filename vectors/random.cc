@@ -41,7 +41,8 @@ int64_t CaseRng::Scaled(int64_t lo, int64_t hi) {
 
 const std::vector<RandomSuite>& RandomSuites() {
   static const std::vector<RandomSuite> suites = {RandomMultipliers(), RandomLayout(), RandomHash(true),
-                                                  RandomHash(false), RandomTableLookup(), RandomTpShard()};
+                                                  RandomHash(false), RandomTableLookup(), RandomTpShard(),
+                                                  RandomHashState(), RandomTokenMap()};
   return suites;
 }
 

