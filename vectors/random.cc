@@ -40,8 +40,10 @@ int64_t CaseRng::Scaled(int64_t lo, int64_t hi) {
 }
 
 const std::vector<RandomSuite>& RandomSuites() {
-  static const std::vector<RandomSuite> suites = {RandomMultipliers(), RandomLayout(), RandomHash(true),
-                                                  RandomHash(false), RandomTableLookup(), RandomTpShard()};
+  static const std::vector<RandomSuite> suites = {RandomMultipliers(), RandomLayout(),     RandomHash(true),
+                                                  RandomHash(false),   RandomTableLookup(), RandomTpShard(),
+                                                  RandomGateV41(),     RandomGateDemo(),    RandomShortConv(),
+                                                  RandomEngramForward()};
   return suites;
 }
 

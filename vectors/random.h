@@ -98,7 +98,9 @@ struct RandomSuite {
   std::function<std::vector<ojson>(const ojson& recipe)> shrink;  // candidates, each smaller in one respect
 };
 
-// The generators, in suite order (multipliers, layout, hash_v41, hash_demo, table_lookup, tp_shard).
+// The generators, in suite order (multipliers, layout, hash_v41, hash_demo, table_lookup, tp_shard,
+// then gate_v41, gate_demo, short_conv_demo, engram_forward: added after the
+// first six, which draw what they drew before).
 const std::vector<RandomSuite>& RandomSuites();
 // nullptr when `suite` has no generator.
 const RandomSuite* FindRandomSuite(const std::string& suite);
@@ -119,6 +121,10 @@ RandomSuite RandomLayout();
 RandomSuite RandomHash(bool v41);
 RandomSuite RandomTableLookup();  // SyntheticLookupTest (random_storage.cc)
 RandomSuite RandomTpShard();      // RowShardTest and HeadShardTest
+RandomSuite RandomGateV41();      // GateFunctionTest, V41GateTest, WkvTest (random_fusion.cc)
+RandomSuite RandomGateDemo();     // GateFunctionTest, DemoGateTest
+RandomSuite RandomShortConv();    // ShortConvTest
+RandomSuite RandomEngramForward();  // EngramForwardTest, both profiles
 
 }  // namespace engram::vectors
 
