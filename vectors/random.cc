@@ -40,9 +40,10 @@ int64_t CaseRng::Scaled(int64_t lo, int64_t hi) {
 }
 
 const std::vector<RandomSuite>& RandomSuites() {
-  static const std::vector<RandomSuite> suites = {RandomMultipliers(), RandomLayout(), RandomHash(true),
-                                                  RandomHash(false), RandomTableLookup(), RandomTpShard(),
-                                                  RandomHashState(), RandomTokenMap()};
+  static const std::vector<RandomSuite> suites = {RandomMultipliers(), RandomLayout(),     RandomHash(true),
+                                                  RandomHash(false),   RandomTableLookup(), RandomTpShard(),
+                                                  RandomHashState(),   RandomTokenMap(),    RandomGateV41(),
+                                                  RandomGateDemo(),    RandomShortConv(),   RandomEngramForward()};
   return suites;
 }
 

@@ -99,7 +99,8 @@ struct RandomSuite {
 };
 
 // The generators, in suite order (multipliers, layout, hash_v41, hash_demo, table_lookup, tp_shard,
-// hash_state, token_map).
+// then hash_state, token_map, gate_v41, gate_demo, short_conv_demo, engram_forward: added after
+// the first six, which draw what they drew before).
 const std::vector<RandomSuite>& RandomSuites();
 // nullptr when `suite` has no generator.
 const RandomSuite* FindRandomSuite(const std::string& suite);
@@ -122,6 +123,10 @@ RandomSuite RandomTableLookup();  // SyntheticLookupTest (random_storage.cc)
 RandomSuite RandomTpShard();      // RowShardTest and HeadShardTest
 RandomSuite RandomHashState();    // HashHandoffTest (random_hash_state.cc)
 RandomSuite RandomTokenMap();     // TokenMapTest and TokenLookupTest (random_token_map.cc)
+RandomSuite RandomGateV41();      // GateFunctionTest, V41GateTest, WkvTest (random_fusion.cc)
+RandomSuite RandomGateDemo();     // GateFunctionTest, DemoGateTest
+RandomSuite RandomShortConv();    // ShortConvTest
+RandomSuite RandomEngramForward();  // EngramForwardTest, both profiles
 
 }  // namespace engram::vectors
 

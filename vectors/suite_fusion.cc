@@ -28,6 +28,7 @@
 #include "vectors/mutants_fusion.h"
 #include "vectors/mutants_storage.h"
 #include "vectors/suite.h"
+#include "vectors/suite_fusion.h"
 
 namespace engram::vectors {
 namespace {
@@ -237,25 +238,18 @@ DemoParams ReadDemoParams(const json& g) {
   return q;
 }
 
+// The fixed vectors' parameters: weights of scale 2^-2, biases 2^-3, norm
+// weights around 1, conv taps 2^-1, drawn in the key order of AddDemoParams.
 void AddDemoParams(ojson& g, InputRng& rng, size_t hc, size_t hidden, size_t in, size_t kernel, size_t dilation) {
-  auto around_one = [&](size_t n) {
-    std::vector<double> v = RandomValues(rng, n, -2);
-    for (double& x : v) x += 1.0;
-    return v;
-  };
-  g["hc"] = hc;
-  g["hidden"] = hidden;
-  g["in"] = in;
-  g["kernel"] = kernel;
-  g["dilation"] = dilation;
-  g["keyWeight"] = HexList(RandomValues(rng, hc * hidden * in, -2));
-  g["keyBias"] = HexList(RandomValues(rng, hc * hidden, -3));
-  g["norm1Weight"] = HexList(around_one(hc * hidden));
-  g["norm2Weight"] = HexList(around_one(hc * hidden));
-  g["valueWeight"] = HexList(RandomValues(rng, hidden * in, -2));
-  g["valueBias"] = HexList(RandomValues(rng, hidden, -3));
-  g["convNormWeight"] = HexList(around_one(hc * hidden));
-  g["convWeight"] = HexList(RandomValues(rng, hc * hidden * kernel, -1));
+  AddDemoParamArrays(g, hc, hidden, in, kernel, dilation, [&](const std::string& key, size_t n) {
+    if (key == "norm1Weight" || key == "norm2Weight" || key == "convNormWeight") {
+      std::vector<double> v = RandomValues(rng, n, -2);
+      for (double& x : v) x += 1.0;
+      return v;
+    }
+    const int exp2 = key == "convWeight" ? -1 : (key == "keyBias" || key == "valueBias") ? -3 : -2;
+    return RandomValues(rng, n, exp2);
+  });
 }
 
 ojson DemoStreamJson(const DemoStreamTrace& s, bool with_scale) {
@@ -327,13 +321,24 @@ Layout ForwardLayout(const json& group) {
   return BuildLayout(cfg, group.at("compressedVocabSize").get<int64_t>(), group.at("compressedPad").get<int64_t>());
 }
 
+// §FUS.10 The rows [t][layer][col] of every layer, cut to the first layer's
+// [t][col] (a one-layer configuration's rows are already that).
+std::vector<int64_t> FirstLayer(const Layout& layout, const std::vector<int64_t>& rows) {
+  const size_t layers = layout.layers.size(), cols = static_cast<size_t>(layout.columns());
+  if (layers <= 1) return rows;
+  std::vector<int64_t> out;
+  for (size_t at = 0; at + cols <= rows.size(); at += layers * cols) out.insert(out.end(), rows.begin() + at, rows.begin() + at + cols);
+  return out;
+}
+
 // The first layer's row ids of `ids`, as the reference hashes them or, with a
 // hash-family mutant (vectors/mutants.h), as a port with that bug does.
 std::vector<int64_t> ForwardRows(const json& group, const Layout& layout, const std::vector<int64_t>& ids,
                                  std::optional<Mutant> mutant) {
-  if (!mutant) return HashSequence(layout, ids);
+  if (!mutant) return FirstLayer(layout, HashSequence(layout, ids));
   const EngramConfig cfg = ParseConfig(group.at("config"), "config", ParseProfile(group.at("profile").get<std::string>()));
-  return MutantRows(*mutant, MutantLayout(*mutant, layout, cfg.seed), ids);
+  const Layout mutant_layout = MutantLayout(*mutant, layout, cfg.seed);
+  return FirstLayer(mutant_layout, MutantRows(*mutant, mutant_layout, ids));
 }
 
 // `bug`: a fusion bug (vectors/mutants_fusion.h); `decode`: the table rows
@@ -587,7 +592,7 @@ void RequireUnchangedUnderMutants(const json& group, const json& test, const ojs
 bool HashMutantFailsForward(Mutant m, const json& group, const json& test, const ojson& expected) {
   const Layout layout = ForwardLayout(group);
   const std::vector<int64_t> ids = test.at("ids").get<std::vector<int64_t>>();
-  if (ForwardRows(group, layout, ids, m) == HashSequence(layout, ids)) return false;  // same rows: same outputs
+  if (ForwardRows(group, layout, ids, m) == ForwardRows(group, layout, ids, std::nullopt)) return false;  // same rows: same outputs
   const bool v41 = group.at("profile") == "v4.1";
   const ojson got = v41 ? ForwardV41(group, test, m) : ForwardDemo(group, test, m);
   bool fails = false;
@@ -861,7 +866,7 @@ ojson GenerateGateV41() {
   ojson wg = {{"type", "WkvTest"},
               {"comment", "wkv projection e -> kv = [hc * dim keys | dim value], out = 40 (dim 8, hc 4), in = 64"},
               {"profile", "v4.1"},
-              {"tolerance", ToleranceJson({{"kv", FaithfulRule()}})}};
+              {"tolerance", FusionTolerance("WkvTest", "v4.1")}};
   size_t wgi = b.Group(wg);
   InputRng wrng(0x574B56);
   const size_t win = 64, wout = 40;
@@ -959,9 +964,7 @@ ojson GenerateGateDemo() {
   InputRng rng(0x44454D4F);
   const size_t hc = 2, hidden = 16, in = 32;
   AddDemoParams(dg, rng, hc, hidden, in, 4, 3);
-  dg["tolerance"] = ToleranceJson({{"g", Rule(2, -18, "dotScale")},
-                                   {"gate", Rule(2, -18, "gateSlope")},
-                                   {"value", Rule(2, -17, "maxAbsVector")}});
+  dg["tolerance"] = FusionTolerance("DemoGateTest", "demo-v1");
   size_t dgi = b.Group(dg);
   for (int i = 0; i < 3; ++i) {
     AddTest(b, dgi, dg, ComputeDemoGate, "random e and hidden state", {}, {"§FUS.5", "§FUS.6"},
@@ -1000,7 +1003,7 @@ ojson GenerateShortConv() {
   InputRng rng(0x434F4E56);
   const size_t hc = 2, hidden = 8;
   AddDemoParams(sg, rng, hc, hidden, 1, 4, 3);
-  sg["tolerance"] = ToleranceJson({{"output", Rule(2, -17, "maxAbsVector")}});
+  sg["tolerance"] = FusionTolerance("ShortConvTest", "demo-v1");
   size_t g = b.Group(sg);
   const size_t C = hc * hidden;
   {
@@ -1060,8 +1063,7 @@ ojson GenerateForward() {
                {"kWeight", RandomBf16(rng, hc * dim, 0)},
                {"wkvWeightCodes", codes},
                {"wkvWeightScales", scales},
-               {"tolerance", ToleranceJson({{"kv", FaithfulRule()}, {"gate", Rule(2, -18, "gateSlope")},
-                                            {"out", FaithfulRule()}})}};
+               {"tolerance", FusionTolerance("EngramForwardTest", "v4.1")}};
     size_t gi = b.Group(g);
     auto ids = [&](size_t n) {
       std::vector<int64_t> v(n);
@@ -1093,9 +1095,7 @@ ojson GenerateForward() {
                {"compressedPad", 2},
                {"tableSeed", 9}};
     AddDemoParams(g, rng, 2, 8, 16, 4, 3);
-    g["tolerance"] = ToleranceJson({{"gate", Rule(2, -18, "gateSlope")},
-                                    {"output", Rule(2, -17, "maxAbsVector")},
-                                    {"hiddenAfter", Rule(2, -17, "maxAbsVector")}});
+    g["tolerance"] = FusionTolerance("EngramForwardTest", "demo-v1");
     size_t gi = b.Group(g);
     std::vector<int64_t> ids = {5, 17, 2, 39, 0, 11, 23};
     AddTest(b, gi, g, ComputeForwardDemo, "seven positions", {"EndToEnd", "SequenceStart"},
@@ -1115,6 +1115,63 @@ std::map<std::string, TestVerifier> FusionVerifiers() {
 }
 
 }  // namespace
+
+ojson FusionExpected(const json& group, const json& test) {
+  const std::string type = group.at("type");
+  if (type == "GateFunctionTest") return ComputeGateFunction(group, test, std::nullopt);
+  if (type == "V41GateTest") return ComputeV41Gate(group, test, std::nullopt);
+  if (type == "WkvTest") return ComputeWkv(group, test, std::nullopt);
+  if (type == "DemoGateTest") return ComputeDemoGate(group, test, std::nullopt);
+  if (type == "ShortConvTest") return ComputeShortConv(group, test, std::nullopt);
+  if (type == "EngramForwardTest") {
+    return group.at("profile") == "v4.1" ? ComputeForwardV41(group, test, std::nullopt)
+                                         : ComputeForwardDemo(group, test, std::nullopt);
+  }
+  throw Error("FusionExpected: " + type + " is not a fusion test type");
+}
+
+ojson FusionTolerance(const std::string& type, const std::string& profile) {
+  if (type == "GateFunctionTest") return GateGroupTolerance();
+  if (type == "V41GateTest") return V41GateGroup("", 1, 1, 0)["tolerance"];
+  if (type == "WkvTest") return ToleranceJson({{"kv", FaithfulRule()}});
+  if (type == "DemoGateTest") {
+    return ToleranceJson({{"g", Rule(2, -18, "dotScale")},
+                          {"gate", Rule(2, -18, "gateSlope")},
+                          {"value", Rule(2, -17, "maxAbsVector")}});
+  }
+  if (type == "ShortConvTest") return ToleranceJson({{"output", Rule(2, -17, "maxAbsVector")}});
+  if (type == "EngramForwardTest" && profile == "v4.1") {
+    return ToleranceJson({{"kv", FaithfulRule()}, {"gate", Rule(2, -18, "gateSlope")}, {"out", FaithfulRule()}});
+  }
+  if (type == "EngramForwardTest") {
+    return ToleranceJson({{"gate", Rule(2, -18, "gateSlope")},
+                          {"output", Rule(2, -17, "maxAbsVector")},
+                          {"hiddenAfter", Rule(2, -17, "maxAbsVector")}});
+  }
+  throw Error("FusionTolerance: " + type + " is not a fusion test type");
+}
+
+ojson V41GateGroupJson(const std::string& comment, size_t dim, size_t hc, double eps) {
+  return V41GateGroup(comment, dim, hc, eps);
+}
+
+void AddDemoParamArrays(ojson& g, size_t hc, size_t hidden, size_t in, size_t kernel, size_t dilation,
+                   const std::function<std::vector<double>(const std::string& key, size_t n)>& values) {
+  // One statement per array: the order of the draws is the key order.
+  g["hc"] = hc;
+  g["hidden"] = hidden;
+  g["in"] = in;
+  g["kernel"] = kernel;
+  g["dilation"] = dilation;
+  g["keyWeight"] = HexList(values("keyWeight", hc * hidden * in));
+  g["keyBias"] = HexList(values("keyBias", hc * hidden));
+  g["norm1Weight"] = HexList(values("norm1Weight", hc * hidden));
+  g["norm2Weight"] = HexList(values("norm2Weight", hc * hidden));
+  g["valueWeight"] = HexList(values("valueWeight", hidden * in));
+  g["valueBias"] = HexList(values("valueBias", hidden));
+  g["convNormWeight"] = HexList(values("convNormWeight", hc * hidden));
+  g["convWeight"] = HexList(values("convWeight", hc * hidden * kernel));
+}
 
 SuiteDef GateV41Suite() { return {"gate_v41", "fusion.schema.json", GenerateGateV41, FusionVerifiers()}; }
 SuiteDef GateDemoSuite() { return {"gate_demo", "fusion.schema.json", GenerateGateDemo, FusionVerifiers()}; }

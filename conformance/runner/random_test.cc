@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <bit>
+#include <cmath>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -146,6 +148,23 @@ TEST(RandomCases, GeneratorVersionPinsEveryCaseByteForByte) {
   if (HasFailure()) std::cerr << "the digests of this build (" << path << "):\n" << wanted;
 }
 
+bool IsFusionSuite(const std::string& suite) {
+  return suite == "gate_v41" || suite == "gate_demo" || suite == "short_conv_demo" || suite == "engram_forward";
+}
+
+// The problems of the shrink candidates of case `index` that build.
+std::vector<std::string> CandidateProblems(const RandomSuite& gen, uint64_t seed, int64_t index) {
+  const RandomCase c = DrawCase(gen, seed, index);
+  std::vector<RandomCase> smaller;
+  for (const ojson& recipe : gen.shrink(c.recipe)) {
+    try {
+      smaller.push_back(gen.build(recipe));
+    } catch (const engram::Error&) {
+    }
+  }
+  return VerifierProblems(gen, smaller);
+}
+
 // Every shrink candidate that builds is a vector again (the scripts of
 // HashStateTest stay consistent when steps are removed). Each property case
 // checks one generator, drawn with the case: building and verifying every
@@ -154,20 +173,28 @@ TEST(RandomCases, GeneratorVersionPinsEveryCaseByteForByte) {
 // comes up in about one case in (number of generators) of every run, and
 // RapidCheck draws a new seed for every run.
 RC_GTEST_PROP(RandomCases, ShrinkCandidatesAreCasesToo, (uint64_t seed, uint16_t index)) {
-  // At full size: inRange scales with the case number otherwise, favouring the first generators.
-  const size_t which = *rc::gen::resize(rc::kNominalSize, rc::gen::inRange<size_t>(0, RandomSuites().size()));
-  {
-    const RandomSuite& gen = RandomSuites()[which];
-    RC_TAG(gen.suite);
-    const RandomCase c = DrawCase(gen, seed, index);
-    std::vector<RandomCase> smaller;
-    for (const ojson& recipe : gen.shrink(c.recipe)) {
-      try {
-        smaller.push_back(gen.build(recipe));
-      } catch (const engram::Error&) {
-      }
+  // One generator per case, uniformly among the non-fusion ones (the fusion
+  // suites: below). At full size: inRange scales with the case number
+  // otherwise, favouring the first generators.
+  std::vector<const RandomSuite*> gens;
+  for (const RandomSuite& gen : RandomSuites()) {
+    if (!IsFusionSuite(gen.suite)) gens.push_back(&gen);
+  }
+  const size_t which = *rc::gen::resize(rc::kNominalSize, rc::gen::inRange<size_t>(0, gens.size()));
+  RC_TAG(gens[which]->suite);
+  RC_ASSERT(CandidateProblems(*gens[which], seed, index).empty());
+}
+
+// The same for the fusion suites over 12 cases each (a fusion case has some
+// 20 to 60 candidates, each with its arrays re-cut: the shapes of every
+// array must follow the new dim, hc, hidden, kernel, steps, positions).
+TEST(RandomCases, FusionShrinkCandidatesAreCasesToo) {
+  for (const RandomSuite& gen : RandomSuites()) {
+    if (!IsFusionSuite(gen.suite)) continue;
+    for (int64_t index = 0; index < 12; ++index) {
+      const std::vector<std::string> problems = CandidateProblems(gen, 17, index);
+      EXPECT_TRUE(problems.empty()) << gen.suite << " case " << index << ": " << problems[0];
     }
-    RC_ASSERT(VerifierProblems(gen, smaller).empty());
   }
 }
 
@@ -341,6 +368,116 @@ TEST(RandomCases, AnEmptyMaskForSomeIdsIsRefused) {
   EXPECT_EQ(gen.build(whole).test["ids"], ojson::parse("[1]"));
 }
 
+// ---------------------------------------------------------------- the fusion suites
+
+const char* const kFusionSuites[] = {"gate_v41", "gate_demo", "short_conv_demo", "engram_forward"};
+
+// §CONF.7 item 1: the first cases of every fusion generator, written as a
+// vectors directory, are vectors: verified by the reference, valid against
+// fusion.schema.json (scripts/lint_vectors.py), and passed by the in-tree
+// plug-in, which computes them with its own calls into the library.
+TEST(RandomCases, FusionCasesAreSchemaValidVectorsThePluginPasses) {
+  const int64_t kCases = 60;
+  const fs::path dir = Dir() / "fusion-cases";
+  std::vector<std::string> names(std::begin(kFusionSuites), std::end(kFusionSuites));
+  auto make = [&](const std::string& suite) {
+    const RandomSuite& gen = *engram::vectors::FindRandomSuite(suite);
+    std::vector<RandomCase> cases;
+    std::vector<std::string> comments;
+    for (int64_t i = 0; i < kCases; ++i) {
+      cases.push_back(DrawCase(gen, 3, i));
+      comments.push_back("random case " + std::to_string(i + 1) + " of seed 3");
+    }
+    return engram::vectors::RandomCasesDoc(gen, cases, comments, {"FusionCasesAreSchemaValidVectorsThePluginPasses"});
+  };
+  std::ostringstream log;
+  engram::vectors::WriteVectorsDir(dir, names, make, fs::path(kVectors) / "schema", log);
+  std::vector<std::string> checks = {std::string(ENGRAM_CLI) + " vectors verify " + dir.string()};
+  if (!Python().empty()) checks.push_back(Python() + " " + ENGRAM_SOURCE_DIR + "/scripts/lint_vectors.py " + dir.string());
+  for (const std::string& check : checks) {
+    const fs::path out = Dir() / "check.txt";
+    const int status = std::system((check + " >" + out.string() + " 2>&1").c_str());
+    EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0) << check << "\n" << Slurp(out);
+  }
+  Result r = Conform("--vectors " + dir.string() + " --lib " + ENGRAM_PLUGIN);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  for (const char* suite : kFusionSuites) {
+    EXPECT_THAT(r.out, HasSubstr(std::string(suite) + ": " + std::to_string(kCases) + " passed, 0 failed")) << r.out;
+  }
+}
+
+// §CONF.7 item 2: the fusion distributions reach the edges they name.
+TEST(RandomCases, TheFusionDrawsReachTheEdgesTheSpecNames) {
+  std::map<std::string, int> seen;
+  auto note = [&](bool cond, const std::string& what) { seen[what] += cond ? 1 : 0; };
+  auto bits32 = [](const ojson& b, bool bf16) { return bf16 ? b.get<uint32_t>() << 16 : b.get<uint32_t>(); };
+  auto values = [&](const std::string& s, const ojson& a, bool bf16) {
+    for (const ojson& b : a) {
+      const uint32_t f = bits32(b, bf16), field = (f >> 23) & 0xFF, mant = f & 0x7FFFFF;
+      note(f == 0x80000000u, s + " -0");
+      note(field == 0 && mant != 0, s + " subnormal");
+      note(field >= 0xF0 && field != 0xFF, s + " huge");
+      note(field == 0xFF && mant == 0, s + " inf");
+      note(field == 0xFF && mant != 0, s + " NaN");
+    }
+  };
+  for (int64_t i = 0; i < 400; ++i) {
+    const RandomCase g = DrawCase(*engram::vectors::FindRandomSuite("gate_v41"), 3, i);
+    const ojson& r = g.recipe;
+    note(g.test["result"] == "invalid", "gate_v41 invalid");
+    if (g.type == "GateFunctionTest") {
+      const uint64_t b = r["dot"];
+      const double d = std::bit_cast<double>(b);
+      note(b == 0, "dot +0");
+      note(b == 0x8000000000000000ULL, "dot -0");
+      note(d != d, "dot NaN");
+      note(d == std::numeric_limits<double>::infinity() || d == -std::numeric_limits<double>::infinity(), "dot inf");
+      note(((b >> 52) & 0x7FF) == 0 && (b << 1) != 0, "dot subnormal");
+      note(d != 0 && std::fabs(d) > 0.5e-6 && std::fabs(d) < 2e-6, "dot near the clamp");
+    } else if (g.type == "V41GateTest") {
+      note(r["masked"] == true, "V41GateTest masked");
+      note(r["eps"] != std::bit_cast<uint64_t>(1e-20), "V41GateTest eps other than 1e-20");
+      values("V41GateTest", r["x"], true);
+      values("V41GateTest", r["value"], true);
+    } else {
+      note(r["fp8"] == true && r["out"] > 128, "WkvTest fp8, out > 128");
+      note(r["fp8"] == false, "WkvTest bf16");
+    }
+    const RandomCase d = DrawCase(*engram::vectors::FindRandomSuite("gate_demo"), 3, i);
+    note(d.test["result"] == "invalid", "gate_demo invalid");
+    note(d.type == "GateFunctionTest", "gate_demo GateFunctionTest");
+    if (d.type == "DemoGateTest") {
+      values("DemoGateTest", d.recipe["e"], false);
+      bool tiny = true;  // every hidden value below 2^-10: the norm's eps matters (§FUS.5)
+      for (const ojson& b : d.recipe["state"]) tiny = tiny && ((b.get<uint32_t>() >> 23) & 0xFF) < 117;
+      note(tiny, "DemoGateTest tiny hidden state");
+    }
+    const RandomCase c = DrawCase(*engram::vectors::FindRandomSuite("short_conv_demo"), 3, i);
+    const int64_t steps = c.recipe["steps"], kernel = c.recipe["kernel"], dilation = c.recipe["dilation"];
+    note(c.test["result"] == "invalid", "short_conv_demo invalid");
+    note(kernel == 1, "ShortConvTest kernel 1");
+    note(steps > (kernel - 1) * dilation && kernel > 1, "ShortConvTest steps past the whole kernel");
+    values("ShortConvTest", c.recipe["value"], false);
+    if (i >= 200) continue;  // a forward case costs more
+    const RandomCase f = DrawCase(*engram::vectors::FindRandomSuite("engram_forward"), 3, i);
+    note(f.test["result"] == "invalid", "engram_forward invalid");
+    note(f.profile == "v4.1", "engram_forward v4.1");
+    note(f.profile == "demo-v1", "engram_forward demo-v1");
+    note(f.recipe["layerIds"].size() == 2, "engram_forward two layers");
+    for (const ojson& id : f.recipe["ids"]) note(id == -1, "engram_forward DEAD");
+  }
+  for (const std::string what :
+       {"gate_v41 invalid", "dot +0", "dot -0", "dot NaN", "dot inf", "dot subnormal", "dot near the clamp",
+        "V41GateTest masked", "V41GateTest eps other than 1e-20", "V41GateTest -0", "V41GateTest subnormal",
+        "V41GateTest huge", "V41GateTest inf", "V41GateTest NaN", "WkvTest fp8, out > 128", "WkvTest bf16",
+        "gate_demo invalid", "gate_demo GateFunctionTest", "DemoGateTest -0", "DemoGateTest subnormal",
+        "DemoGateTest huge", "DemoGateTest tiny hidden state", "short_conv_demo invalid", "ShortConvTest kernel 1",
+        "ShortConvTest steps past the whole kernel", "ShortConvTest NaN", "ShortConvTest inf", "engram_forward invalid",
+        "engram_forward v4.1", "engram_forward demo-v1", "engram_forward two layers", "engram_forward DEAD"}) {
+    EXPECT_GT(seen[what], 0) << what;
+  }
+}
+
 // ---------------------------------------------------------------- the runner
 
 TEST(RandomConform, TheReferencePassesAndTheReportNamesTheSeed) {
@@ -359,7 +496,8 @@ TEST(RandomConform, TheReferencePassesAndTheReportNamesTheSeed) {
   for (const json& t : doc["results"]) suites.insert(t["suite"].get<std::string>());
   EXPECT_EQ(suites, (std::set<std::string>{"random:hash_demo", "random:hash_v41", "random:layout", "random:multipliers",
                                            "random:table_lookup", "random:tp_shard", "random:hash_state",
-                                           "random:token_map"}));
+                                           "random:token_map", "random:gate_v41", "random:gate_demo",
+                                           "random:short_conv_demo", "random:engram_forward"}));
   // Without --random-only the fixed vectors run first, with the contract checks.
   Result both = Conform("--vectors " + kVectors + " --lib " + ENGRAM_PLUGIN + " --random 20 --seed 5 --accumulate-max 0");
   EXPECT_EQ(both.exit_code, 0) << both.out;
@@ -419,6 +557,24 @@ TEST(RandomConform, TheNumpyAdapterPassesTheHandoffAndTokenMapCases) {
   EXPECT_THAT(r.out, HasSubstr("random:token_map: 300 passed, 0 failed, 0 skipped"));
 }
 
+// §CONF.7 an independent port (the numpy adapter, conformance/examples/)
+// passes the fusion cases: their tolerances hold for a port that computes
+// the formulas itself (300 cases of each gate and conv suite; engram_forward,
+// whose Python fp8 GEMM is slow, 40).
+TEST(RandomConform, TheNumpyAdapterPassesTheFusionCases) {
+  if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
+  const std::string port = "--exec \"" + Python() + " " + kAdapter + "\"";
+  Result r = Conform("--vectors " + kVectors + " " + port +
+                     " --random 300 --seed 9 --random-only --suite gate_v41 --suite gate_demo --suite short_conv_demo");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  for (const char* suite : {"gate_v41", "gate_demo", "short_conv_demo"}) {
+    EXPECT_THAT(r.out, HasSubstr("random:" + std::string(suite) + ": 300 passed, 0 failed")) << r.out;
+  }
+  Result f = Conform("--vectors " + kVectors + " " + port + " --random 40 --seed 9 --random-only --suite engram_forward");
+  EXPECT_EQ(f.exit_code, 0) << f.out;
+  EXPECT_THAT(f.out, HasSubstr("random:engram_forward: 40 passed, 0 failed")) << f.out;
+}
+
 // A run with nothing failing saves nothing (there is no empty vectors directory
 // to mistake for a replay).
 TEST(RandomConform, NothingFailingNothingSaved) {
@@ -436,6 +592,7 @@ struct Planted {
   std::string suite;    // where the random cases look for it
   bool fixed_vectors_miss;  // no committed vector catches it
   std::string small = "layers 1";  // what the shrunk case's size says ("" for no check)
+  std::string name = "";  // the test's name when the bug is planted in more than one suite (default: the bug's)
 };
 
 const Planted kPlanted[] = {
@@ -452,6 +609,19 @@ const Planted kPlanted[] = {
     {"local-as-global", "tp_shard", false, "1 ids"},
     {"keep-neg-zero", "tp_shard", false, "1 ids"},
     {"block128", "table_lookup", false, "1 ids"},
+    // The fusion suites (§FUS): the known divergences of ENGRAM.md §8, each
+    // found by the random cases of a suite where it changes an output.
+    {"sign", "gate_v41", false, "hc 1", "sign_gate_v41"},
+    {"where-negative", "gate_v41", false, "dot -0x0.0p+0"},  // §FUS.4: it differs at dot = -0 only
+    {"plus-eps", "gate_v41", false, "", "plus_eps_gate_v41"},
+    {"skip-masked", "gate_v41", false, "hc 1, masked"},
+    {"wkv-block128", "gate_v41", false, "out 1,", "wkv_block128_gate_v41"},
+    {"copysign", "gate_demo", false, "hc 1, hidden 1"},
+    {"rms-norm-eps", "gate_demo", false, "hc 1"},
+    {"tap-order", "short_conv_demo", false, "hc 1, hidden 1", "tap_order_short_conv_demo"},
+    {"conv-norm-eps", "short_conv_demo", false, "hc 1, hidden 1"},
+    {"tap-order", "engram_forward", false, "hc 1", "tap_order_engram_forward"},
+    {"wkv-block128", "engram_forward", false, "hc 1", "wkv_block128_engram_forward"},
 };
 
 class PlantedBugRandom : public testing::TestWithParam<Planted> {};
@@ -464,7 +634,8 @@ TEST_P(PlantedBugRandom, FoundShrunkAndSavedAsAReplay) {
   const Planted& p = GetParam();
   const std::string port = "--exec \"" + Python() + " " + kAdapter + " --bug " + p.bug + "\"";
   const std::string fair = "--exec \"" + Python() + " " + kAdapter + "\"";
-  const fs::path saved = Dir() / ("saved-" + p.bug), report = Dir() / ("random-" + p.bug + ".json");
+  const std::string tag = p.name.empty() ? p.bug : p.name;  // a bug planted in two suites saves twice
+  const fs::path saved = Dir() / ("saved-" + tag), report = Dir() / ("random-" + tag + ".json");
   Result r = Conform("--vectors " + kVectors + " " + port + " --random 10000 --seed 1 --random-only --suite " + p.suite +
                      " --save-failures " + saved.string() + " --report-json " + report.string());
   EXPECT_EQ(r.exit_code, 1) << r.out;
@@ -505,6 +676,7 @@ TEST_P(PlantedBugRandom, FoundShrunkAndSavedAsAReplay) {
 }
 
 INSTANTIATE_TEST_SUITE_P(RandomConformance, PlantedBugRandom, testing::ValuesIn(kPlanted), [](const auto& info) {
+  if (!info.param.name.empty()) return info.param.name;
   std::string name;
   for (char c : info.param.bug) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return name;
