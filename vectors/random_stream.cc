@@ -16,7 +16,8 @@ int DefaultCaseThreads() {
 CaseStream::CaseStream(const RandomSuite& suite, uint64_t seed, int64_t count, int threads, int64_t lookahead)
     : suite_(suite), seed_(seed), count_(count), lookahead_(std::max<int64_t>(lookahead, 1)) {
   if (threads <= 1) return;  // built on demand in Next()
-  for (int t = 0; t < threads; ++t) workers_.emplace_back([this] { Work(); });
+  garbage_.resize(static_cast<size_t>(threads));
+  for (int t = 0; t < threads; ++t) workers_.emplace_back([this, t] { Work(t); });
 }
 
 CaseStream::~CaseStream() {
@@ -28,27 +29,40 @@ CaseStream::~CaseStream() {
   for (std::thread& t : workers_) t.join();
 }
 
-void CaseStream::Work() {
+void CaseStream::Work(int worker) {
+  std::vector<RandomCase> trash;
   for (;;) {
-    int64_t i;
+    trash.clear();  // the cases of this thread that the reader is done with
+    // A worker takes a block of kCasesPerLayout consecutive cases: the hash
+    // suites' cases of one block share a layout, which each thread caches for
+    // itself (thread_local), so that a layout is built once, not once per
+    // thread that meets it.
+    int64_t begin, end;
     {
       std::unique_lock<std::mutex> lock(mu_);
       room_.wait(lock, [&] { return stop_ || next_claim_ >= count_ || next_claim_ < next_read_ + lookahead_; });
+      trash.swap(garbage_[static_cast<size_t>(worker)]);
       if (stop_ || next_claim_ >= count_) return;
-      i = next_claim_++;
+      begin = next_claim_;
+      end = std::min(count_, begin + kCasesPerLayout);
+      next_claim_ = end;
     }
-    Slot slot;
-    try {
-      slot.c = DrawCase(suite_, seed_, i);
-    } catch (const std::exception& e) {  // engram::Error from a generator; anything else is one too
-      slot.error = e.what();
-      if (slot.error.empty()) slot.error = "unknown error";
+    for (int64_t i = begin; i < end; ++i) {
+      Slot slot;
+      slot.worker = worker;
+      try {
+        slot.c = DrawCase(suite_, seed_, i);
+      } catch (const std::exception& e) {  // engram::Error from a generator; anything else is one too
+        slot.error = e.what();
+        if (slot.error.empty()) slot.error = "unknown error";
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stop_) return;
+        done_.emplace(i, std::move(slot));
+      }
+      ready_.notify_all();
     }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      done_.emplace(i, std::move(slot));
-    }
-    ready_.notify_all();
   }
 }
 
@@ -66,6 +80,8 @@ bool CaseStream::Next(RandomCase& out) {
     slot = std::move(it->second);
     done_.erase(it);
     ++next_read_;
+    if (held_worker_ >= 0) garbage_[static_cast<size_t>(held_worker_)].push_back(std::move(out));
+    held_worker_ = slot.error.empty() ? slot.worker : -1;
   }
   room_.notify_all();
   if (!slot.error.empty()) throw Error(slot.error);

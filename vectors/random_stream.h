@@ -48,8 +48,9 @@ class CaseStream {
   struct Slot {
     RandomCase c;
     std::string error;  // non-empty: the case could not be generated
+    int worker = -1;    // the thread that built it
   };
-  void Work();
+  void Work(int worker);
 
   const RandomSuite& suite_;
   const uint64_t seed_;
@@ -59,6 +60,12 @@ class CaseStream {
   int64_t next_claim_ = 0;  // the index a worker builds next
   bool stop_ = false;
   std::map<int64_t, Slot> done_;  // built, not yet read
+  // The case a reader held before its last Next(), given back to the thread
+  // that built it to be destroyed there: memory freed by the thread that
+  // allocated it stays in that thread's malloc caches (one thread freeing
+  // what others allocate made 2 threads slower than 1).
+  std::vector<std::vector<RandomCase>> garbage_;
+  int held_worker_ = -1;  // the builder of the case the reader holds now
   std::mutex mu_;
   std::condition_variable ready_;  // a case was built
   std::condition_variable room_;   // the reader moved on, or stop

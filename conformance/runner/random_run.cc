@@ -139,8 +139,8 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
     // are those of DrawCase); the stream stops its workers when this suite
     // stops early.
     vectors::CaseStream stream(gen, o.random_seed, o.random_cases, o.random_threads);
+    vectors::RandomCase c;  // one object for every case: Next() gives the last one back to the thread that built it
     for (int64_t i = 0; i < o.random_cases; ++i) {
-      vectors::RandomCase c;
       try {
         stream.Next(c);
       } catch (const Error& e) {  // a generator bug: say so, never skip quietly
