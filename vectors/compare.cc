@@ -52,6 +52,10 @@ std::string FirstDifference(const json& expected, const json& actual, const std:
            (actual.is_number_float() ? "the float " + actual.dump() + " (§VEC.4: integers must be JSON integers, exactly)"
                                      : Short(actual));
   }
+  if (expected.is_number_integer() && actual.is_number_integer()) {
+    if (SameInteger(expected, actual)) return "";
+    return path + ": expected " + Short(expected) + ", got " + Short(actual) + " (§CONF.4: integers are compared by value)";
+  }
   if (expected != actual) return path + ": expected " + Short(expected) + ", got " + Short(actual);
   return "";
 }

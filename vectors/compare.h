@@ -5,6 +5,7 @@
 #define ENGRAM_VECTORS_COMPARE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -40,6 +41,21 @@ std::string CompareOrdered(const std::string& type, const nlohmann::ordered_json
 // refused however close it is.
 std::string FirstDifference(const nlohmann::ordered_json& expected, const nlohmann::ordered_json& actual,
                             const std::string& path);
+
+// §CONF.4, §VEC.4 Whether two JSON integers have the same value. nlohmann's
+// operator== compares a signed with an unsigned integer after converting one
+// to the other's type, that is modulo 2^64: -1 would equal
+// 18446744073709551615 and 2^63 would equal -2^63, so a port writing negative
+// outputs as their uint64 bit patterns (or large ones as negative int64)
+// would pass. Integers are compared by value.
+template <class Json>
+bool SameInteger(const Json& a, const Json& b) {
+  if (a.is_number_unsigned() == b.is_number_unsigned()) return a == b;
+  const Json& u = a.is_number_unsigned() ? a : b;
+  const Json& s = a.is_number_unsigned() ? b : a;
+  const int64_t sv = s.template get<int64_t>();
+  return sv >= 0 && static_cast<uint64_t>(sv) == u.template get<uint64_t>();
+}
 
 // §CONF.1 Outputs written for people (`error`; `value` of the fp8 decode
 // tests): never sent, required or compared.

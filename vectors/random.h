@@ -33,7 +33,7 @@ namespace engram::vectors {
 
 // §CONF.7 The version of the case generators: cases of the same seed are the
 // same, byte for byte, for the same (kSpecVersion, kRandomVersion).
-inline constexpr const char* kRandomVersion = "random-v1";
+inline constexpr const char* kRandomVersion = "random-v2";
 
 // SplitMix64 over a counter: the same seed gives the same draws on every
 // platform and compiler.
@@ -55,6 +55,11 @@ class CaseRng {
   // A value in [lo, hi] drawn log-uniformly (small values as often as large
   // ones), with the end points themselves more often: edges find bugs.
   int64_t Scaled(int64_t lo, int64_t hi);
+  // A sequence length in [0, hi] (hi >= 1): 0 one time in `empty_den`, else
+  // Scaled(1, hi). §CONF.4 an empty sequence is trivial (a port passes it
+  // without computing), so it is drawn rarely (random-v2; Scaled(0, hi)
+  // gave 0 about one time in five).
+  int64_t Length(int64_t hi, int empty_den) { return Chance(1, empty_den) ? 0 : Scaled(1, hi); }
 
  private:
   uint64_t state_;

@@ -130,7 +130,7 @@ ojson DrawHash(uint64_t seed, int64_t index, bool v41) {
   const int max_ngram = r["maxNgram"];
   if (rng.Chance(2, 3)) {
     r["type"] = "HashTest";
-    std::vector<int64_t> ids = DrawIds(rng, v41, v, pad, max_ngram, rng.Scaled(0, 48));
+    std::vector<int64_t> ids = DrawIds(rng, v41, v, pad, max_ngram, rng.Length(48, 64));
     MaybeInvalid(rng, v41, v, ids);
     r["ids"] = ids;
     return r;
@@ -150,7 +150,7 @@ ojson DrawHash(uint64_t seed, int64_t index, bool v41) {
     const int64_t op = seqs.empty() ? 0 : rng.Below(20);
     if (op < 11) {
       const std::string seq = names[rng.Below(seqs.empty() ? 1 : 3)];
-      const std::vector<int64_t> ids = DrawIds(rng, v41, v, pad, max_ngram, rng.Scaled(0, 12));
+      const std::vector<int64_t> ids = DrawIds(rng, v41, v, pad, max_ngram, rng.Length(12, 8));
       seqs[seq].Append(static_cast<int64_t>(ids.size()), w, capacity);
       steps.push_back({{"op", "append"}, {"seq", seq}, {"ids", ids}});
     } else if (op < 17) {

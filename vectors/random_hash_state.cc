@@ -119,7 +119,7 @@ ojson DrawHandoff(uint64_t seed, int64_t index) {
     for (int64_t s = 0; s < n_seqs; ++s) {
       ojson q = ojson::object();
       q["start"] = DrawStart(rng, r, v41, 1, 4);
-      const std::vector<int64_t> ids = DrawIds(rng, v41, v, pad, max_ngram, rng.Scaled(0, 24));
+      const std::vector<int64_t> ids = DrawIds(rng, v41, v, pad, max_ngram, rng.Length(24, 16));
       q["cuts"] = DrawCuts(rng, static_cast<int64_t>(ids.size()), max_ngram, 4);
       q["ids"] = ids;
       seqs.push_back(std::move(q));
@@ -129,7 +129,7 @@ ojson DrawHandoff(uint64_t seed, int64_t index) {
   }
   r["kind"] = "segments";
   r["start"] = DrawStart(rng, r, v41, 1, 3);
-  const std::vector<int64_t> ids = DrawIds(rng, v41, v, pad, max_ngram, rng.Scaled(0, 48));
+  const std::vector<int64_t> ids = DrawIds(rng, v41, v, pad, max_ngram, rng.Length(48, 64));
   const int64_t n = static_cast<int64_t>(ids.size());
   if (rng.Chance(1, 4)) {  // §HASH.9 prefill on one instance, then every decode step on a fresh one
     std::vector<int64_t> cuts;

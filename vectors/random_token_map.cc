@@ -285,7 +285,7 @@ ojson DrawVocab(CaseRng& rng) {
 // residue is not T - 1, kInt64Max stands for "the last id"), 0, DEAD, negatives.
 ojson DrawRawIds(CaseRng& rng, bool v41) {
   ojson ids = ojson::array();
-  const int64_t n = rng.Scaled(0, 24);
+  const int64_t n = rng.Length(24, 64);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t pick = rng.Below(10);
     if (pick == 0) ids.push_back(-1);

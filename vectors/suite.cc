@@ -5,6 +5,8 @@
 
 #include "reference/config.h"
 #include "base/error.h"
+#include "vectors/compare.h"
+#include "vectors/trivial.h"
 
 namespace engram::vectors {
 
@@ -54,6 +56,22 @@ void SuiteBuilder::Test(size_t group, const std::string& comment, const std::vec
   t["tcId"] = ++count_;
   t["comment"] = comment;
   t["flags"] = flags;
+  // §CONF.4 a test that a port passes without computing anything carries the
+  // computed flag Trivial, on every suite's tests and on saved random cases
+  // alike (all go through here), so that a reader sees which tests prove
+  // nothing on their own; the runner decides the same way (vectors/trivial.h).
+  if (IsTrivial(doc_["testGroups"][group], fields)) {
+    if (!HasNote(kTrivialFlag)) {
+      doc_["notes"][kTrivialFlag] = {
+          {"bugType", "EDGE_CASE"},
+          {"description",
+           "The expected outputs need no computation (an empty sequence, a segment that appends nothing, a masked "
+           "stream passed through): an implementation that computes nothing passes this test, so it does not count "
+           "as tested (a suite is OK only when a valid test without this flag passed)."},
+          {"specRef", ojson::array({"§CONF.4"})}};
+    }
+    t["flags"].push_back(kTrivialFlag);
+  }
   t["specRef"] = spec_refs;
   for (const auto& [k, v] : fields.items()) t[k] = v;
   doc_["testGroups"][group]["tests"].push_back(std::move(t));
@@ -126,7 +144,10 @@ std::string FirstDifference(const json& in_vector, const json& actual, const std
   if (in_vector.is_number_integer() != actual.is_number_integer() && in_vector.is_number() && actual.is_number()) {
     return diff + TypeName(in_vector) + " " + Shown(in_vector) + ", the reference gives " + TypeName(actual) + " " + Shown(actual);
   }
-  if (in_vector == actual) return "";
+  // §VEC.4 integers by value: -1 is not 18446744073709551615 (vectors/compare.h SameInteger).
+  if (in_vector.is_number_integer() && actual.is_number_integer() ? conform::SameInteger(in_vector, actual) : in_vector == actual) {
+    return "";
+  }
   // Both numbers compare by value (1 and 1u are equal above); other kinds by type first.
   const bool numbers = in_vector.is_number() && actual.is_number();
   if (!numbers && in_vector.type() != actual.type()) {

@@ -1,7 +1,10 @@
 // spec/conformance.md §CONF.4 — one test's outcome from the implementation's answer.
 #include "conformance/runner/judge.h"
 
+#include <algorithm>
 #include <cctype>
+
+#include "vectors/trivial.h"
 
 namespace engram::conform {
 namespace {
@@ -101,6 +104,15 @@ TestResult NewResult(const std::string& suite, const json& t) {
   return r;
 }
 
+json Kept(const json& answer) {
+  std::string text = answer.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() <= kKeptAnswerBytes) return answer;
+  const size_t total = text.size();
+  text.resize(kKeptAnswerBytes);
+  return "(cut: the first " + std::to_string(kKeptAnswerBytes) + " of " + std::to_string(total) +
+         " bytes of the answer's JSON text) " + text;
+}
+
 void Skip(TestResult& r, const std::string& kind, const std::string& detail) {
   r.status = "skipped";
   r.reason = kind;
@@ -128,7 +140,7 @@ void Judge(TestResult& r, const std::string& type, const json& group, const json
   if (kinds != 1) {
     Fail(r, "garbage", "the answer must hold exactly one of outputs / refused / unsupported, it holds " +
                            std::to_string(kinds) + ": " + Short(body));
-    r.returned = body;
+    r.returned = Kept(body);
     return;
   }
   if (body.contains("unsupported")) {
@@ -136,23 +148,23 @@ void Judge(TestResult& r, const std::string& type, const json& group, const json
   } else if (body.contains("refused")) {
     if (valid) {
       Fail(r, "refused valid input", "the implementation refused: " + Short(body["refused"], 400));
-      r.returned = body;
+      r.returned = Kept(body);
     }
   } else if (!body["outputs"].is_object()) {
     Fail(r, "garbage", "the answer's outputs are not a JSON object: " + Short(body));
-    r.returned = body;
+    r.returned = Kept(body);
   } else if (!valid) {
     std::string detail = "the vector marks this input invalid (it must be refused), but the implementation returned outputs: " +
                          Short(body["outputs"], 400);
     if (test.contains("error") && test["error"].is_string()) detail += "\nthe reference says: " + test["error"].get<std::string>();
     Fail(r, "accepted invalid input", detail);
-    r.returned = body["outputs"];
+    r.returned = Kept(body["outputs"]);
   } else {
     std::string reason;
     const std::string detail = Mismatch(type, group, test, split, body["outputs"], reason);
     if (!detail.empty()) {
       Fail(r, reason, detail);
-      r.returned = body["outputs"];
+      r.returned = Kept(body["outputs"]);
     }
   }
 }
@@ -176,6 +188,12 @@ TestResult CallTest(Peer& peer, std::chrono::milliseconds timeout, const std::st
   json g = group;
   g.erase("tests");
   const SplitTest split = SplitOrdered(type, test);
+  // §CONF.4 decided here from the test itself, not from its flags: a vectors
+  // directory that drops the Trivial flag cannot make an empty answer count.
+  r.trivial = r.valid && vectors::IsTrivial(g, test);
+  if (r.trivial && std::find(r.flags.begin(), r.flags.end(), vectors::kTrivialFlag) == r.flags.end()) {
+    r.flags.push_back(vectors::kTrivialFlag);
+  }
   const auto t0 = std::chrono::steady_clock::now();
   Peer::Reply reply = peer.Call(
       {{"op", "test"}, {"suite", suite}, {"type", type}, {"tcId", tc_id}, {"group", g}, {"test", split.inputs}}, timeout);

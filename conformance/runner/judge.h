@@ -18,6 +18,12 @@ namespace engram::conform {
 TestResult NewResult(const std::string& suite, const nlohmann::ordered_json& t);
 void Skip(TestResult& r, const std::string& kind, const std::string& detail);
 void Fail(TestResult& r, const std::string& reason, const std::string& detail);
+// §ERR.3 What the runner keeps of a failing answer for the reports: the
+// answer itself when its JSON text is at most kKeptAnswerBytes, else the
+// first kKeptAnswerBytes of that text as a string marked as cut. A port that
+// fails with huge answers must not make the runner hold them all.
+inline constexpr size_t kKeptAnswerBytes = 64 * 1024;
+nlohmann::ordered_json Kept(const nlohmann::ordered_json& answer);
 
 // §CONF.4 Judges the implementation's `reply` to `test` of a group of type
 // `type` (`group` without its tests; `split` = SplitOrdered(type, test)).

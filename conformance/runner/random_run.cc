@@ -154,6 +154,7 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
         continue;
       }
       ++asked;
+      ++out.asked;
       Peer::Reply reply;
       TestResult r = Ask(o, peer, gen.suite, i + 1, c, &reply);
       unanswered_in_a_row = reply.answered ? 0 : unanswered_in_a_row + (reply.counts_as_timeout ? 1 : 0);
@@ -172,9 +173,10 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
         out.comments[gen.suite].push_back("random case " + std::to_string(i + 1) + " of seed " + std::to_string(o.random_seed) +
                                           " (" + vectors::kRandomVersion + ", spec " + vectors::kSpecVersion +
                                           "), shrunk from " + c.size + " to " + s.best.size);
+        out.counts[Label(gen.suite)].Add(f);
         out.results.push_back(std::move(f));
       } else {
-        out.results.push_back(std::move(r));
+        out.counts[Label(gen.suite)].Add(r);  // counted, not kept (§ERR.3)
       }
       const auto now = Clock::now();
       if (now - last_progress >= std::chrono::seconds(2)) {
@@ -195,6 +197,9 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
       }
     }
     std::string line = "random: " + gen.suite + ": " + std::to_string(asked) + " case(s) asked";
+    if (const Counts& c = out.counts[Label(gen.suite)]; c.trivial > 0) {
+      line += " (" + std::to_string(c.trivial) + " trivial passes not counted as tested)";
+    }
     if (out_of_scope > 0) line += ", " + std::to_string(out_of_scope) + " of another profile not asked";
     if (failures > 0) line += ", " + std::to_string(failures) + " failing";
     if (!stopped.empty() && drawn < o.random_cases) line += " (stopped after case " + std::to_string(drawn) + ": " + stopped + ")";
@@ -207,6 +212,7 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
     out.report["suites"][gen.suite] = {{"drawn", drawn}, {"asked", asked}, {"otherProfile", out_of_scope},
                                        {"failing", failures}, {"shrunk", shrunk_report}};
   }
+  if (out.asked == 0) out.lines.push_back("random: no random case was drawn (no claimed suite with a generator)");
   out.lines.push_back("random: replay with: " + ReplayLine(o));
   return out;
 }

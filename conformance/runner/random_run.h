@@ -13,13 +13,19 @@
 #include <nlohmann/json.hpp>
 
 #include "conformance/runner/peer.h"
+#include "conformance/runner/report.h"
 #include "conformance/runner/runner.h"
 #include "vectors/random.h"
 
 namespace engram::conform {
 
 struct RandomRun {
-  std::vector<TestResult> results;  // suite "random:<suite>", tcId = case index + 1
+  // §CONF.7, §ERR.3 Only the failing cases are kept as results (suite
+  // "random:<suite>", tcId = case index + 1); every case is counted in
+  // `counts`, so that memory does not grow with --random N.
+  std::vector<TestResult> results;
+  std::map<std::string, Counts> counts;  // "random:<suite>" -> every case asked, failing ones included
+  int64_t asked = 0;                     // cases sent to the implementation, all suites
   std::map<std::string, std::vector<std::string>> suite_problems;
   std::vector<std::string> lines;   // for the summary: seed, per-suite counts, shrinking, replay
   nlohmann::ordered_json report;    // --report-json "random"

@@ -8,6 +8,34 @@ namespace engram::conform {
 
 using json = nlohmann::ordered_json;
 
+void Counts::Add(const TestResult& r) {
+  int64_t Counts::*field = r.status == "pass"            ? &Counts::passed
+                           : r.status == "fail"          ? &Counts::failed
+                           : r.status == "expected-fail" ? &Counts::expected_fail
+                           : r.status == "stale"         ? &Counts::stale
+                                                         : &Counts::skipped;
+  ++(this->*field);
+  if (r.status == "skipped") ++skip_reasons[r.reason];
+  // §CONF.4 tested: a valid test whose outputs matched, unless a port that
+  // computes nothing passes it too (trivial).
+  if (r.valid && (r.status == "pass" || r.status == "stale")) ++(r.trivial ? trivial : tested);
+  if (!r.valid && r.status == "pass") ++refused;
+  if (r.status != "skipped" || r.reason == "unsupported") ++sent;  // the implementation saw it
+}
+
+void Counts::Merge(const Counts& o) {
+  passed += o.passed;
+  failed += o.failed;
+  skipped += o.skipped;
+  expected_fail += o.expected_fail;
+  stale += o.stale;
+  tested += o.tested;
+  trivial += o.trivial;
+  refused += o.refused;
+  sent += o.sent;
+  for (const auto& [why, n] : o.skip_reasons) skip_reasons[why] += n;
+}
+
 bool Verdict::Ok() const {
   if (total.failed > 0 || tested == 0 || !problems.empty()) return false;
   for (const auto& [suite, list] : suite_problems) {
@@ -26,6 +54,7 @@ std::string CountsText(const Counts& c) {
                   std::to_string(c.skipped) + " skipped";
   if (c.expected_fail > 0) s += ", " + std::to_string(c.expected_fail) + " expected failures";
   if (c.stale > 0) s += ", " + std::to_string(c.stale) + " stale";
+  if (c.trivial > 0) s += " (" + std::to_string(c.trivial) + " of the passes trivial, not counted as tested)";
   return s;
 }
 
@@ -43,6 +72,11 @@ std::string Indented(const std::string& text, const std::string& indent) {
 
 std::string Verdict::Line() const {
   std::string counts = CountsText(total);
+  // §CONF.4 the verdict names how many tests showed computed outputs: a
+  // trivial pass (an empty sequence) is counted as passed but not as tested.
+  counts += " (" + std::to_string(tested) + " non-trivial valid test(s) matched";
+  if (trivial > 0) counts += ", " + std::to_string(trivial) + " trivial not counted";
+  counts += ")";
   if (Ok()) return "conformance: OK: " + counts;
   std::string why;
   for (const std::string& p : problems) why += "; " + p;
@@ -95,13 +129,15 @@ std::string JsonReport(const json& hello, const std::vector<TestResult>& results
             {"skipped", verdict.total.skipped},
             {"expectedFail", verdict.total.expected_fail},
             {"stale", verdict.total.stale},
+            {"tested", verdict.tested},
+            {"trivial", verdict.trivial},
             {"problems", verdict.problems},
             {"suiteProblems", verdict.suite_problems},
             {"diagnoses", verdict.diagnoses}};
   json suites = json::object();
   for (const auto& [suite, c] : verdict.suites) {
     suites[suite] = {{"passed", c.passed}, {"failed", c.failed}, {"skipped", c.skipped}, {"expectedFail", c.expected_fail},
-                     {"stale", c.stale}};
+                     {"stale", c.stale}, {"tested", c.tested}, {"trivial", c.trivial}};
   }
   json report = {{"implementation", hello}, {"verdict", v}, {"suites", suites}};
   if (!verdict.random.is_null()) report["random"] = verdict.random;  // §CONF.7
@@ -109,6 +145,7 @@ std::string JsonReport(const json& hello, const std::vector<TestResult>& results
   for (const TestResult& r : results) {
     json e = {{"suite", r.suite}, {"tcId", r.tc_id}, {"status", r.status}, {"reason", r.reason},
               {"detail", r.detail}, {"flags", r.flags}, {"seconds", r.seconds}};
+    if (r.trivial) e["trivial"] = true;
     if (r.status == "fail" || r.status == "expected-fail") e["returned"] = r.returned;
     report["results"].push_back(std::move(e));
   }

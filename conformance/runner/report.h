@@ -4,6 +4,7 @@
 #define ENGRAM_CONFORMANCE_RUNNER_REPORT_H_
 
 #include <filesystem>
+#include <cstdint>
 #include <map>
 #include <ostream>
 #include <string>
@@ -15,9 +16,21 @@
 
 namespace engram::conform {
 
-// Counts of one suite (or of the whole run, vector suites only).
+// Counts of one suite (or of the whole run, vector suites only). Kept as
+// counts, not as a list of results, so that a long random run costs no memory
+// per case (§CONF.7, §ERR.3): the runner keeps only the fixed vectors' results
+// and the failing random cases.
 struct Counts {
-  int passed = 0, failed = 0, skipped = 0, expected_fail = 0, stale = 0;
+  int64_t passed = 0, failed = 0, skipped = 0, expected_fail = 0, stale = 0;
+  // §CONF.4 valid tests whose outputs matched (pass or stale) and that are not
+  // trivial: the tests that show the implementation computed something.
+  int64_t tested = 0;
+  int64_t trivial = 0;   // valid trivial tests that passed (shown, never counted as tested)
+  int64_t refused = 0;   // invalid inputs rightly refused
+  int64_t sent = 0;      // tests the implementation saw (answered, or answered unsupported)
+  std::map<std::string, int64_t> skip_reasons;
+  void Add(const TestResult& r);
+  void Merge(const Counts& other);
 };
 
 // §CONF.4 The verdict: OK only when at least one valid test of the vector
@@ -27,7 +40,8 @@ struct Counts {
 // passed) was found.
 struct Verdict {
   Counts total;                                  // the vector suites (not the contract checks)
-  int tested = 0;                                // valid tests whose outputs matched (pass or stale)
+  int64_t tested = 0;                            // non-trivial valid tests whose outputs matched (pass or stale)
+  int64_t trivial = 0;                           // trivial valid tests that passed (not counted as tested)
   std::map<std::string, Counts> suites;          // every suite, "contract" included
   std::map<std::string, std::vector<std::string>> suite_problems;
   std::vector<std::string> problems;             // run-level ("nothing was tested", ...)

@@ -378,7 +378,7 @@ void RunContracts(Run& run) {
           Fail(r, "bad contract", e.what());
         }
       }
-      if (r.status == "fail") r.returned = body;
+      if (r.status == "fail") r.returned = Kept(body);
       r.detail = (r.detail.empty() ? "" : r.detail + " ") + "(" + file.name + ", " + group.value("comment", "") + ")";
       ApplyExpectFail(run, r);
       run.results.push_back(r);
@@ -424,13 +424,13 @@ void RunSuite(Run& run, const SuiteFile& file) {
             Fail(r, reply.failure, reply.detail);
           } else if (int{reply.body.contains("sha256")} + int{reply.body.contains("unsupported")} != 1) {
             Fail(r, "garbage", "the answer must hold exactly one of sha256 / unsupported: " + Short(reply.body));
-            r.returned = reply.body;
+            r.returned = Kept(reply.body);
           } else if (reply.body.contains("unsupported")) {
             Skip(r, "unsupported", "unsupported: " + Short(reply.body["unsupported"]));
           } else if (!reply.body.contains("sha256") || reply.body["sha256"] != t["sha256"]) {
             Fail(r, "mismatch", "sha256 over " + std::to_string(n) + " positions: expected " + t.value("sha256", "") +
                                     ", got " + Short(reply.body.value("sha256", json())));
-            r.returned = reply.body;
+            r.returned = Kept(reply.body);
           }
         }
       } else {
@@ -455,13 +455,21 @@ void Diagnose(const Run& run, Verdict& v) {
   std::map<std::string, std::set<std::string>> flagged;  // flag -> "suite:tcId" that ran
   std::set<std::string> failed_all;
   std::map<std::string, std::string> description;        // flag -> note description
+  bool any_other_failure = false;                         // a failure that is not a mismatch, anywhere
   for (const SuiteFile& file : run.vectors.suites) {
     std::map<std::string, std::set<int64_t>> flagged_here;
     std::set<int64_t> failed_here;
+    bool other_failures = false;
     const json notes = file.doc.value("notes", json::object());
     for (const TestResult& r : run.results) {
       if (r.suite != file.name || r.status == "skipped") continue;
       if (r.status == "fail") {
+        // §CONF.4 a divergence is a value computed differently: only
+        // mismatches are evidence. A refusal, a crash or a timeout says
+        // nothing about which rule the port computes (a port refusing every
+        // valid layout would otherwise be "diagnosed" with whichever flag
+        // happens to mark exactly the valid tests).
+        if (r.reason != "mismatch") other_failures = true;
         failed_here.insert(r.tc_id);
         failed_all.insert(r.suite + ":" + std::to_string(r.tc_id));
       }
@@ -472,7 +480,8 @@ void Diagnose(const Run& run, Verdict& v) {
         description[f] = notes[f].value("description", "");
       }
     }
-    if (failed_here.empty()) continue;
+    if (other_failures) any_other_failure = true;
+    if (failed_here.empty() || other_failures) continue;
     // Evidence needs contrast: among the tests that ran, some lack the flag
     // (and passed). A run of one flagged test that fails proves nothing.
     size_t ran = 0;
@@ -489,7 +498,7 @@ void Diagnose(const Run& run, Verdict& v) {
       v.diagnoses[file.name].push_back(line);
     }
   }
-  if (failed_all.empty()) return;
+  if (failed_all.empty() || any_other_failure) return;
   size_t ran_all = 0;
   for (const TestResult& r : run.results) ran_all += r.suite != "contract" && r.status != "skipped";
   for (const auto& [f, ids] : flagged) {
@@ -502,47 +511,38 @@ void Diagnose(const Run& run, Verdict& v) {
   }
 }
 
-Verdict Decide(const Run& run) {
+Verdict Decide(const Run& run, const RandomRun& random) {
   Verdict v;
   v.strict_stale = run.options.strict_stale;
   v.suite_problems = run.suite_problems;
-  std::map<std::string, std::map<std::string, int>> skip_reasons;  // suite -> reason -> count
   for (const TestResult& r : run.results) {
-    Counts& c = v.suites[r.suite];
-    int Counts::*field = r.status == "pass"            ? &Counts::passed
-                         : r.status == "fail"          ? &Counts::failed
-                         : r.status == "expected-fail" ? &Counts::expected_fail
-                         : r.status == "stale"         ? &Counts::stale
-                                                       : &Counts::skipped;
-    ++(c.*field);
-    if (r.suite != "contract") {
-      ++(v.total.*field);
-      if (r.status == "skipped") skip_reasons[r.suite][r.reason]++;
-    }
+    if (r.suite.rfind("random:", 0) != 0) v.suites[r.suite].Add(r);
   }
+  // §CONF.7 every random case is counted as it ran (random.counts); only the
+  // failing ones are kept in run.results, for their reports.
+  for (const auto& [label, c] : random.counts) v.suites[label].Merge(c);
+  int64_t tested_total = 0;
+  for (const auto& [suite, c] : v.suites) {
+    if (suite == "contract") continue;
+    v.total.Merge(c);
+    tested_total += c.tested;
+  }
+  v.trivial = v.total.trivial;
   auto reasons = [&](const std::string& suite) {
     std::string s;
-    for (const auto& [why, n] : skip_reasons[suite]) s += (s.empty() ? "" : ", ") + std::to_string(n) + " " + why;
+    for (const auto& [why, n] : v.suites[suite].skip_reasons) s += (s.empty() ? "" : ", ") + std::to_string(n) + " " + why;
     return s;
   };
-  // §CONF.4 What counts as tested: a valid test whose outputs matched (pass,
-  // or stale: listed as an expected failure but passing). Refusing an invalid
-  // input is right, but a port that refuses everything and computes nothing
-  // must not be OK on it.
-  std::map<std::string, int> tested, sent, refused;
-  int tested_total = 0;
-  for (const TestResult& r : run.results) {
-    if (r.suite == "contract") continue;
-    if (r.valid && (r.status == "pass" || r.status == "stale")) {
-      ++tested[r.suite];
-      ++tested_total;
-    }
-    if (!r.valid && r.status == "pass") ++refused[r.suite];
-    if (r.status != "skipped" || r.reason == "unsupported") ++sent[r.suite];  // the implementation saw it
-  }
+  // §CONF.4 What counts as tested: a valid, non-trivial test whose outputs
+  // matched (pass, or stale: listed as an expected failure but passing).
+  // Refusing an invalid input is right, and so is an empty list for an empty
+  // sequence, but a port that does only that has computed nothing and must
+  // not be OK on it.
   auto untested = [&](const std::string& suite) {
+    const Counts& c = v.suites[suite];
     std::string s;
-    if (refused[suite]) s += std::to_string(refused[suite]) + " invalid input(s) refused";
+    if (c.trivial) s += std::to_string(c.trivial) + " trivial test(s) passed (they need no computation)";
+    if (c.refused) s += (s.empty() ? "" : ", ") + std::to_string(c.refused) + " invalid input(s) refused";
     const std::string skips = reasons(suite);
     if (!skips.empty()) s += (s.empty() ? "" : ", ") + std::string("skipped: ") + skips;
     return s.empty() ? std::string("no test in scope") : s;
@@ -551,15 +551,15 @@ Verdict Decide(const Run& run) {
     if (run.options.random_only) break;  // the vectors did not run; the random suites are checked below
     const std::string& suite = file.name;
     const bool requested = run.options.suites.count(suite) != 0;
-    if (!requested && sent[suite] == 0) continue;  // not claimed, not asked for: nothing to say
+    if (!requested && v.suites[suite].sent == 0) continue;  // not claimed, not asked for: nothing to say
     if (!run.options.suites.empty() && !requested) continue;
     const Counts c = v.suites[suite];
     // Tested, failed already, or declared: a suite whose every test that ran
     // is a listed expected failure is the port's stated deviation.
-    if (tested[suite] > 0 || c.failed > 0 || c.expected_fail > 0) continue;
+    if (c.tested > 0 || c.failed > 0 || c.expected_fail > 0) continue;
     v.suite_problems[suite].push_back(
         std::string(requested ? "requested with --suite" : "answered by the implementation") +
-        ", but no valid test of it passed (" + untested(suite) + ")");
+        ", but no non-trivial valid test of it passed (" + untested(suite) + ")");
   }
   // §CONF.7 the same for the random cases of a suite asked for with --suite
   // or answered by the implementation.
@@ -567,20 +567,29 @@ Verdict Decide(const Run& run) {
     for (const vectors::RandomSuite& gen : vectors::RandomSuites()) {
       const std::string label = "random:" + gen.suite;
       const bool requested = run.options.suites.count(gen.suite) != 0;
-      if (!requested && sent[label] == 0) continue;
+      if (!requested && v.suites[label].sent == 0) continue;
       if (!run.options.suites.empty() && !requested) continue;
-      if (tested[label] > 0 || v.suites[label].failed > 0) continue;
+      if (v.suites[label].tested > 0 || v.suites[label].failed > 0) continue;
       v.suite_problems[label].push_back(std::string(requested ? "requested with --suite" : "answered by the implementation") +
-                                        ", but no valid random case of it passed (" + untested(label) + ")");
+                                        ", but no non-trivial valid random case of it passed (" + untested(label) + ")");
+    }
+    // §CONF.7 --random N that drew nothing (no claimed suite has a
+    // generator) has checked nothing random: say so, and fail.
+    if (random.asked == 0) {
+      v.problems.push_back("--random " + std::to_string(run.options.random_cases) +
+                           ": no random case was drawn (no suite that the implementation claims and --suite selects has a "
+                           "generator, or none of its cases is of a claimed profile)");
     }
   }
   v.tested = tested_total;
   if (tested_total == 0) {
     std::string all;
-    for (const auto& [suite, m] : skip_reasons) {
-      for (const auto& [why, n] : m) all += std::to_string(n) + " " + why + " (" + suite + "), ";
+    for (const auto& [suite, c] : v.suites) {
+      if (suite == "contract") continue;
+      for (const auto& [why, n] : c.skip_reasons) all += std::to_string(n) + " " + why + " (" + suite + "), ";
     }
-    v.problems.push_back("nothing was tested: no valid test passed" +
+    v.problems.push_back("nothing was tested: no non-trivial valid test passed" +
+                         (v.total.trivial ? "; " + std::to_string(v.total.trivial) + " trivial test(s) passed" : std::string()) +
                          (v.total.skipped ? "; skipped: " + all.substr(0, all.size() - 2) : std::string()));
   }
   Diagnose(run, v);
@@ -740,7 +749,7 @@ int RunConformance(const Options& options, std::ostream& out) {
   const RandomRun random = RunTests(run);
   peer.Bye();
 
-  Verdict verdict = Decide(run);
+  Verdict verdict = Decide(run, random);
   AddRandom(options, random, verdict);
   WriteReports(options, hello, run.results, verdict);
   PrintSummary(run.results, verdict, options.expect_fail, out);

@@ -55,6 +55,9 @@ struct TestResult {
   std::string detail;  // human-readable explanation
   std::vector<std::string> flags;
   bool valid = false;  // the vector's result: "valid" (outputs expected) or "invalid" (a refusal expected)
+  // §CONF.4 a valid test a port passes without computing anything
+  // (vectors/trivial.h): its pass does not count as tested.
+  bool trivial = false;
   double seconds = 0;
   // §CONF.4 what the implementation answered (failures only; null when it
   // gave no answer): the report shows a port author what their code returned.
