@@ -643,6 +643,45 @@ TEST(ChildProcessTest, KillEndsTheProcessGroup) {
   EXPECT_TRUE(gone) << "the shell's child " << grandchild << " outlived the kill";
 }
 
+// §CONF.2: the runner reads the child's stdout and stderr while it writes a
+// request. A child that logs 100 KB to stderr after each answer blocks on the
+// full stderr pipe; a request bigger than the stdin pipe (64 KiB) must still go
+// through instead of timing out as "did not read the request".
+TEST(ChildProcessTest, AChildThatLogsAfterEachAnswerStillReadsBigRequests) {
+  engram::conform::ChildProcess child(
+      {"/bin/sh", "-c", "while IFS= read -r l; do echo '{}'; head -c 100000 /dev/zero | tr '\\0' e >&2; done"});
+  const std::string request = "{\"pad\":\"" + std::string(200000, 'x') + "\"}";
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(child.WriteLine(request, std::chrono::seconds(5)), engram::conform::ChildProcess::WriteStatus::kOk) << "request " << i;
+    std::string line;
+    ASSERT_EQ(child.ReadLine(line, std::chrono::seconds(5)), engram::conform::ChildProcess::ReadStatus::kLine) << "request " << i;
+    EXPECT_EQ(line, "{}");
+  }
+  // Only a bounded tail of the log is kept.
+  EXPECT_LE(child.StderrTail().size(), 4096u);
+  EXPECT_THAT(child.StderrTail(), HasSubstr("eeee"));
+}
+
+// §CONF.2: a child that exits is `crashed` even when a process it started
+// outside its process group (setsid) still holds its stdout open: the runner
+// does not wait for an EOF that never comes (here: the 5 s timeout).
+TEST(ChildProcessTest, AnExitIsSeenThoughAnEscapedProcessHoldsStdout) {
+  const fs::path pid_file = Dir() / "escaped.pid";
+  fs::remove(pid_file);
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    engram::conform::ChildProcess child(
+        {"/bin/sh", "-c", "setsid sleep 30 & echo $! >'" + pid_file.string() + "'; read l; exit 3"});
+    ASSERT_EQ(child.WriteLine("{}", std::chrono::seconds(5)), engram::conform::ChildProcess::WriteStatus::kOk);
+    std::string line;
+    EXPECT_EQ(child.ReadLine(line, std::chrono::seconds(5)), engram::conform::ChildProcess::ReadStatus::kClosed);
+    EXPECT_EQ(child.ExitDescription(), "exited with status 3");
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  const std::string escaped = Slurp(pid_file);
+  if (!escaped.empty()) ::kill(static_cast<pid_t>(std::stol(escaped)), SIGKILL);
+}
+
 // §CONF.3: a plug-in that crashes (abort) or hangs (the runner SIGKILLs the
 // host at the timeout) inside engram_table_open_safetensors / _packed leaves
 // no temporary file in $TMPDIR.
