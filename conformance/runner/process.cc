@@ -3,12 +3,17 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
 
 #include "base/error.h"
 
@@ -30,6 +35,19 @@ constexpr milliseconds kExitCheck{100};
 
 int Millis(Clock::duration d) {
   return static_cast<int>(std::clamp<int64_t>(std::chrono::duration_cast<milliseconds>(d).count(), 0, 1 << 30));
+}
+
+// §CONF.2 The children that run, by pid (= their process group), with their
+// stdout and stderr pipes: what StopAllChildren ends and checks. Children
+// are forked under the lock, so that none starts once the run is stopping.
+struct Registry {
+  std::mutex mutex;
+  std::map<pid_t, std::pair<int, int>> live;  // pid -> (stdout fd, stderr fd)
+  bool stopping = false;
+};
+Registry& Children() {
+  static Registry* r = new Registry;  // never destroyed: a signal may come during exit
+  return *r;
 }
 
 // In the child after fork: `fd` becomes `target` without close-on-exec.
@@ -56,12 +74,23 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
   }
   // A child that dies while we write must not kill the runner.
   signal(SIGPIPE, SIG_IGN);
+  Registry& registry = Children();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  if (registry.stopping) {
+    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) close(fd);
+    throw Error("the run is being stopped");
+  }
   pid_ = fork();
   if (pid_ < 0) throw Error(std::string("fork: ") + std::strerror(errno));
   if (pid_ == 0) {
     // Its own process group: a timeout kills the whole tree (a shell peer's
     // children included), not only the process the runner started.
     setpgid(0, 0);
+    // The runner blocks SIGTERM / SIGINT / SIGHUP for its signal thread
+    // (§CONF.2); the implementation must receive them as usual.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
     MoveTo(in[0], 0);
     MoveTo(out[1], 1);
     MoveTo(err[1], 2);
@@ -79,10 +108,16 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
   setpgid(pid_, pid_);  // also here: whichever of parent and child runs first
   // Nothing blocks: writes and reads wait in poll, with a deadline.
   for (int fd : {in_fd_, out_fd_, err_fd_}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  registry.live[pid_] = {out_fd_, err_fd_};
 }
 
 ChildProcess::~ChildProcess() {
   Kill();
+  {
+    Registry& registry = Children();
+    std::lock_guard<std::mutex> lock(registry.mutex);
+    registry.live.erase(pid_);
+  }
   for (int fd : {in_fd_, out_fd_, err_fd_}) {
     if (fd >= 0) close(fd);
   }
@@ -201,7 +236,7 @@ void ChildProcess::Kill() {
   if (pid_ > 0) kill(-pid_, SIGKILL);
   if (pid_ > 0 && !reaped_) {
     kill(pid_, SIGKILL);
-    waitpid(pid_, &status_, 0);
+    if (waitpid(pid_, &status_, 0) != pid_) status_ = 0;  // ECHILD: reaped by StopAllChildren
     reaped_ = true;
   }
 }
@@ -219,6 +254,89 @@ std::string ChildProcess::ExitDescription() {
 std::string ChildProcess::StderrTail() {
   DrainStderr();
   return err_tail_.size() > 2000 ? err_tail_.substr(err_tail_.size() - 2000) : err_tail_;
+}
+
+namespace {
+
+// Whether process group `pgid` still has a process (its leader, our child,
+// is reaped if it is a zombie, which would otherwise count).
+bool GroupAlive(pid_t pgid) {
+  int status = 0;
+  waitpid(pgid, &status, WNOHANG);
+  return kill(-pgid, 0) == 0;
+}
+
+// Waits up to `limit` for every group in `groups` to be empty; returns those still alive.
+std::vector<pid_t> WaitGroups(const std::vector<pid_t>& groups, milliseconds limit) {
+  const auto deadline = Clock::now() + limit;
+  std::vector<pid_t> alive = groups;
+  while (true) {
+    std::erase_if(alive, [](pid_t g) { return !GroupAlive(g); });
+    if (alive.empty() || Clock::now() >= deadline) return alive;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+}
+
+// The processes (other than the runner) that hold an end of the pipe `fd`
+// (found through /proc/*/fd); "" when the pipe has no other end open.
+std::string PipeHolders(int fd) {
+  pollfd p = {fd, POLLIN, 0};
+  if (poll(&p, 1, 0) >= 0 && (p.revents & POLLHUP)) return "";  // every writer is gone
+  struct stat st{};
+  if (fstat(fd, &st) != 0) return "";
+  const std::string link = "pipe:[" + std::to_string(st.st_ino) + "]";
+  std::string out;
+  std::error_code ec;
+  const std::string self = std::to_string(getpid());
+  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string pid = proc.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos || pid == self) continue;
+    std::error_code ec2;
+    for (const auto& f : std::filesystem::directory_iterator(proc.path() / "fd", ec2)) {
+      std::error_code ec3;
+      if (std::filesystem::read_symlink(f.path(), ec3).string() == link) {
+        out += (out.empty() ? "" : ", ") + std::string("process ") + pid + " ";
+        break;
+      }
+    }
+  }
+  return out.empty() ? "a process (not found in /proc) " : out;
+}
+
+}  // namespace
+
+std::string StopAllChildren(std::chrono::milliseconds grace) {
+  Registry& registry = Children();
+  std::lock_guard<std::mutex> lock(registry.mutex);  // held: no child starts from now on
+  registry.stopping = true;
+  if (registry.live.empty()) return "no implementation was running\n";
+  std::vector<pid_t> groups;
+  for (const auto& [pid, fds] : registry.live) {
+    groups.push_back(pid);
+    kill(-pid, SIGTERM);
+  }
+  const std::vector<pid_t> stubborn = WaitGroups(groups, grace);
+  for (pid_t g : stubborn) kill(-g, SIGKILL);
+  const std::vector<pid_t> survivors = WaitGroups(stubborn, milliseconds(1000));
+  std::string report;
+  for (const auto& [pid, fds] : registry.live) {
+    const std::string group = "process group " + std::to_string(pid);
+    if (std::count(survivors.begin(), survivors.end(), pid)) {
+      report += group + ": still has processes after SIGKILL\n";
+    } else if (std::count(stubborn.begin(), stubborn.end(), pid)) {
+      report += group + ": SIGTERM sent, still running after " + std::to_string(grace.count()) + " ms; SIGKILL ended it\n";
+    } else {
+      report += group + ": SIGTERM sent; it ended\n";
+    }
+    // What left the group (setsid, a daemon) is out of its reach: said, not hidden.
+    for (const auto& [fd, what] : {std::pair{fds.first, "stdout"}, std::pair{fds.second, "stderr"}}) {
+      if (const std::string holders = PipeHolders(fd); !holders.empty()) {
+        report += "  survived: " + holders + "still holds the implementation's " + what +
+                  " open (it left the process group, e.g. with setsid)\n";
+      }
+    }
+  }
+  return report;
 }
 
 }  // namespace engram::conform

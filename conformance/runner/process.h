@@ -15,7 +15,7 @@ class ChildProcess {
  public:
   // Starts `argv` (argv[0] is looked up in PATH) with pipes for stdin,
   // stdout and stderr, in a process group of its own. Throws engram::Error
-  // when it cannot be started.
+  // when it cannot be started, or once StopAllChildren has run.
   explicit ChildProcess(const std::vector<std::string>& argv);
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
@@ -58,6 +58,14 @@ class ChildProcess {
   int status_ = 0;
   bool reaped_ = false;
 };
+
+// §CONF.2 The runner was told to stop (SIGTERM, SIGINT, SIGHUP: a CI cancel).
+// Ends every running child's process group (SIGTERM, up to `grace` for it to
+// go, then SIGKILL) and returns what happened, one line per child: what
+// ended, and what survived (processes left in the group, or a process outside
+// it, e.g. started with setsid, that still holds the child's stdout). No child
+// can be started afterwards (the constructor throws): the caller exits.
+std::string StopAllChildren(std::chrono::milliseconds grace);
 
 }  // namespace engram::conform
 

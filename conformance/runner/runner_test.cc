@@ -682,6 +682,69 @@ TEST(ChildProcessTest, AnExitIsSeenThoughAnEscapedProcessHoldsStdout) {
   if (!escaped.empty()) ::kill(static_cast<pid_t>(std::stol(escaped)), SIGKILL);
 }
 
+// §CONF.2: SIGTERM to `engram conform` (a CI cancel) ends the implementation's
+// process group before the runner exits with 128 + 15, and says on stderr what
+// it did and what survived: here a `setsid` child of the peer, which left the
+// group and holds the peer's stdout open.
+TEST(Signals, SigtermEndsTheImplementationAndSaysWhatSurvived) {
+  const fs::path dir = Dir() / "sigterm";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path script = dir / "peer.sh", peer_pid = dir / "peer.pid", escaped_pid = dir / "escaped.pid";
+  std::ofstream(script) << "setsid sleep 30 & echo $! >'" << escaped_pid.string() << "'\n"
+                           "read l\n"
+                           "echo '{\"protocol\":1,\"name\":\"p\",\"suites\":[\"multipliers\"],\"profiles\":[\"v4.1\"]}'\n"
+                           "echo $$ >'" << peer_pid.string() << "'\n"
+                           "while read l; do sleep 30; done\n";
+  const fs::path out = dir / "out.txt", err = dir / "err.txt";
+  const pid_t conform = fork();
+  if (conform == 0) {
+    if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(126);
+    execl(ENGRAM_CLI, ENGRAM_CLI, "conform", "--vectors", kVectors.c_str(), "--suite", "multipliers", "--timeout", "60",
+          "--exec", ("sh " + script.string()).c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_GT(conform, 0);
+  std::string pid_text;
+  for (int i = 0; i < 500 && pid_text.find('\n') == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    pid_text = Slurp(peer_pid);
+  }
+  ASSERT_NE(pid_text.find('\n'), std::string::npos) << "the peer did not start";
+  const pid_t peer = static_cast<pid_t>(std::stol(pid_text));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the runner is waiting for the first answer
+  ASSERT_EQ(::kill(conform, SIGTERM), 0);
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 500 && done == 0; ++i) {
+    done = ::waitpid(conform, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (done == 0) {
+    ::kill(conform, SIGKILL);
+    ::waitpid(conform, &status, 0);
+  }
+  const std::string escaped = Slurp(escaped_pid);
+  bool peer_gone = false;
+  for (int i = 0; i < 100 && !peer_gone; ++i) {
+    peer_gone = ::kill(peer, 0) != 0;
+    if (!peer_gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const bool escaped_ran = !escaped.empty() && ::kill(static_cast<pid_t>(std::stol(escaped)), 0) == 0;
+  if (!peer_gone) ::kill(peer, SIGKILL);
+  if (!escaped.empty()) ::kill(static_cast<pid_t>(std::stol(escaped)), SIGKILL);
+  const std::string shown = "\n--- stderr:\n" + Slurp(err) + "\n--- stdout:\n" + Slurp(out);
+  ASSERT_NE(done, 0) << "engram conform did not end within 10 s of SIGTERM" << shown;
+  ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0) << shown;
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << shown;
+  EXPECT_TRUE(peer_gone) << "the peer " << peer << " outlived the runner" << shown;
+  const std::string e = Slurp(err);
+  EXPECT_THAT(e, HasSubstr("SIGTERM"));
+  EXPECT_THAT(e, HasSubstr("process group " + std::to_string(peer)));
+  if (escaped_ran) EXPECT_THAT(e, HasSubstr("process " + escaped.substr(0, escaped.find('\n')) + " "));
+  EXPECT_THAT(e, HasSubstr("still holds the implementation's stdout"));
+}
+
 // §CONF.3: a plug-in that crashes (abort) or hangs (the runner SIGKILLs the
 // host at the timeout) inside engram_table_open_safetensors / _packed leaves
 // no temporary file in $TMPDIR.
