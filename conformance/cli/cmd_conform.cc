@@ -1,11 +1,17 @@
 // `engram conform`: run an implementation against the vectors (spec §CONF).
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <random>
+#include <thread>
 
 #include "conformance/cli/common.h"
+#include "conformance/runner/process.h"
 #include "conformance/runner/random_run.h"
 #include "vectors/random_stream.h"
 #include "conformance/runner/runner.h"
@@ -25,6 +31,32 @@ std::string SelfExe() {
 uint64_t FreshSeed() {
   std::random_device rd;
   return ((static_cast<uint64_t>(rd()) << 32) | rd()) & ((uint64_t{1} << 53) - 1);
+}
+
+// §CONF.2 SIGTERM, SIGINT or SIGHUP (a CI cancel, Ctrl-C, a closed terminal)
+// must not leave the implementation running: it is in a process group of its
+// own, which the signal does not reach. The signals are blocked in every
+// thread (before any other thread starts, so the random-case threads inherit
+// the mask) and taken by one thread with sigwait, which is free to do what a
+// signal handler may not: end the children's groups (SIGTERM, a grace, then
+// SIGKILL), say on stderr what it did and what survived, and exit with
+// 128 + the signal's number.
+void StopOnSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int signo : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, signo);
+  if (pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) return;
+  std::thread([set] {
+    int signo = 0;
+    if (sigwait(&set, &signo) != 0) return;
+    const char* name = signo == SIGTERM ? "SIGTERM" : signo == SIGINT ? "SIGINT" : "SIGHUP";
+    std::string msg = std::string("engram conform: ") + name + " received: stopping the implementation\n";
+    (void)!::write(2, msg.data(), msg.size());
+    msg = conform::StopAllChildren(std::chrono::milliseconds(2000));
+    msg += std::string("engram conform: stopped by ") + name + " (exit " + std::to_string(128 + signo) + "); the run is incomplete\n";
+    (void)!::write(2, msg.data(), msg.size());
+    ::_exit(128 + signo);
+  }).detach();
 }
 
 }  // namespace
@@ -87,6 +119,7 @@ void AddConformCommand(CLI::App& app) {
       ->check(IntIn(1, 64, "a number of threads"))
       ->needs(random);
   cmd->callback([s, seed] {
+    StopOnSignals();
     conform::Options o;
     o.vectors = s->vectors;
     if (!s->lib.empty()) {

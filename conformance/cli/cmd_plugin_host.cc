@@ -364,26 +364,34 @@ std::vector<uint16_t> Lookup(const Api& api, const Table& table, const std::vect
   return out;
 }
 
-// A sparse file of the table's real size holding only the test's bytes, removed when done.
+// A sparse file of the table's real size holding only the test's bytes.
+// §CONF.3 It has no name in $TMPDIR for longer than it takes to create it:
+// it is unlinked at once and handed to the library as /proc/self/fd/N (which
+// opens the same file), so that nothing is left behind however the host ends
+// (a library that crashes or hangs in engram_table_open_*, the runner's
+// SIGKILL at a timeout). Without /proc, the named file is removed when done.
 class SparseFile {
  public:
   explicit SparseFile(int64_t size) {
     std::string templ = (std::filesystem::temp_directory_path() / "engram-plugin-host-XXXXXX").string();
-    if (mkdtemp(templ.data()) == nullptr) throw Unsupported{"cannot create a temporary directory: " + std::string(std::strerror(errno))};
-    dir_ = templ;
-    path_ = dir_ + "/table.bin";
-    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
-    if (fd_ < 0) throw Unsupported{"cannot create " + path_ + ": " + std::strerror(errno)};
+    fd_ = ::mkostemp(templ.data(), O_CLOEXEC);
+    if (fd_ < 0) throw Unsupported{"cannot create a temporary file (" + templ + "): " + std::strerror(errno)};
+    path_ = "/proc/self/fd/" + std::to_string(fd_);
+    const int probe = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (probe >= 0) {
+      ::close(probe);
+      ::unlink(templ.c_str());
+    } else {
+      path_ = templ;
+      named_ = true;
+    }
     if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
-      throw Unsupported{"cannot make a sparse file of " + std::to_string(size) + " bytes (" + path_ + "): " +
-                        std::strerror(errno)};
+      const std::string why = std::strerror(errno);
+      Remove();
+      throw Unsupported{"cannot make a sparse file of " + std::to_string(size) + " bytes (" + templ + "): " + why};
     }
   }
-  ~SparseFile() {
-    if (fd_ >= 0) ::close(fd_);
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  ~SparseFile() { Remove(); }
   SparseFile(const SparseFile&) = delete;
   SparseFile& operator=(const SparseFile&) = delete;
 
@@ -395,15 +403,20 @@ class SparseFile {
       done += static_cast<size_t>(n);
     }
   }
-  void Close() {
-    if (fd_ >= 0 && ::close(fd_) != 0) throw Unsupported{"cannot close " + path_ + ": " + std::strerror(errno)};
-    fd_ = -1;
-  }
+  // The path the library opens (the descriptor stays open until then).
   const std::string& path() const { return path_; }
 
  private:
-  std::string dir_, path_;
+  void Remove() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    if (named_) ::unlink(path_.c_str());
+    named_ = false;
+  }
+
+  std::string path_;
   int fd_ = -1;
+  bool named_ = false;
 };
 
 // §STO.11 SafetensorsLookupTest / PackedLookupTest: the file is materialised
@@ -443,7 +456,6 @@ json BytesLookup(const Api& api, const std::string& type, const json& group, con
       file.Write(rb.at("scalesOffset").get<int64_t>(), HexBytes(rb.at("scales"), "rowBytes.scales"));
     }
   }
-  file.Close();
   char err[kErrLen] = "";
   engram_table* h = nullptr;
   if (packed) {

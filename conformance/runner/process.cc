@@ -3,35 +3,97 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
 
 #include "base/error.h"
 
 namespace engram::conform {
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// A runaway child cannot make the runner hold unbounded memory.
+constexpr size_t kStdoutCap = size_t{512} << 20;
+// §CONF.2 Only the tail of the child's log is kept (shown on failure).
+constexpr size_t kStderrKeep = 4096;
+// §CONF.2 How often a wait for output checks whether the child has exited:
+// a process it started outside its group (setsid) may hold its stdout open,
+// so an EOF alone cannot tell.
+constexpr milliseconds kExitCheck{100};
+
+int Millis(Clock::duration d) {
+  return static_cast<int>(std::clamp<int64_t>(std::chrono::duration_cast<milliseconds>(d).count(), 0, 1 << 30));
+}
+
+// §CONF.2 The children that run, by pid (= their process group), with their
+// stdout and stderr pipes: what StopAllChildren ends and checks. Children
+// are forked under the lock, so that none starts once the run is stopping.
+struct Registry {
+  std::mutex mutex;
+  std::map<pid_t, std::pair<int, int>> live;  // pid -> (stdout fd, stderr fd)
+  bool stopping = false;
+};
+Registry& Children() {
+  static Registry* r = new Registry;  // never destroyed: a signal may come during exit
+  return *r;
+}
+
+// In the child after fork: `fd` becomes `target` without close-on-exec.
+void MoveTo(int fd, int target) {
+  if (fd == target) {
+    fcntl(fd, F_SETFD, 0);
+  } else {
+    dup2(fd, target);  // dup2 clears close-on-exec on the copy
+  }
+}
+
+}  // namespace
+
 ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
   if (argv.empty()) throw Error("no command to start");
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  // Close-on-exec: a child must not inherit the pipes of another child (an
+  // earlier one still being killed), which would hold them open.
   int in[2], out[2], err[2];
-  if (pipe(in) != 0 || pipe(out) != 0 || pipe(err) != 0) throw Error(std::string("pipe: ") + std::strerror(errno));
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+    throw Error(std::string("pipe: ") + std::strerror(errno));
+  }
   // A child that dies while we write must not kill the runner.
   signal(SIGPIPE, SIG_IGN);
+  Registry& registry = Children();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  if (registry.stopping) {
+    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) close(fd);
+    throw Error("the run is being stopped");
+  }
   pid_ = fork();
   if (pid_ < 0) throw Error(std::string("fork: ") + std::strerror(errno));
   if (pid_ == 0) {
     // Its own process group: a timeout kills the whole tree (a shell peer's
     // children included), not only the process the runner started.
     setpgid(0, 0);
-    dup2(in[0], 0);
-    dup2(out[1], 1);
-    dup2(err[1], 2);
-    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) close(fd);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
+    // The runner blocks SIGTERM / SIGINT / SIGHUP for its signal thread
+    // (§CONF.2); the implementation must receive them as usual.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    MoveTo(in[0], 0);
+    MoveTo(out[1], 1);
+    MoveTo(err[1], 2);
     execvp(args[0], args.data());
     const std::string msg = "cannot start " + argv[0] + ": " + std::strerror(errno) + "\n";
     (void)!write(2, msg.data(), msg.size());
@@ -44,12 +106,18 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
   out_fd_ = out[0];
   err_fd_ = err[0];
   setpgid(pid_, pid_);  // also here: whichever of parent and child runs first
-  fcntl(err_fd_, F_SETFL, fcntl(err_fd_, F_GETFL) | O_NONBLOCK);
-  fcntl(in_fd_, F_SETFL, fcntl(in_fd_, F_GETFL) | O_NONBLOCK);  // writes wait in poll, with a deadline
+  // Nothing blocks: writes and reads wait in poll, with a deadline.
+  for (int fd : {in_fd_, out_fd_, err_fd_}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  registry.live[pid_] = {out_fd_, err_fd_};
 }
 
 ChildProcess::~ChildProcess() {
   Kill();
+  {
+    Registry& registry = Children();
+    std::lock_guard<std::mutex> lock(registry.mutex);
+    registry.live.erase(pid_);
+  }
   for (int fd : {in_fd_, out_fd_, err_fd_}) {
     if (fd >= 0) close(fd);
   }
@@ -57,7 +125,7 @@ ChildProcess::~ChildProcess() {
 
 ChildProcess::WriteStatus ChildProcess::WriteLine(const std::string& line, std::chrono::milliseconds timeout) {
   const std::string data = line + "\n";
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline = Clock::now() + timeout;
   size_t done = 0;
   while (done < data.size()) {
     const ssize_t n = write(in_fd_, data.data() + done, data.size() - done);
@@ -68,27 +136,68 @@ ChildProcess::WriteStatus ChildProcess::WriteLine(const std::string& line, std::
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) return WriteStatus::kClosed;
     // The pipe is full: a child that does not read its input is a timeout, not a hang.
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return WriteStatus::kTimeout;
-    pollfd fd = {in_fd_, POLLOUT, 0};
-    if (poll(&fd, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) return WriteStatus::kClosed;
-    if (fd.revents & (POLLERR | POLLHUP)) return WriteStatus::kClosed;
+    const auto left = deadline - Clock::now();
+    if (left <= Clock::duration::zero()) return WriteStatus::kTimeout;
+    // §CONF.2 Meanwhile the child's output is read: a child blocked writing
+    // its log (a full stderr pipe) or an early answer does not read its
+    // input, and the two would wait for each other until the timeout.
+    pollfd fds[3] = {{in_fd_, POLLOUT, 0},
+                     {out_eof_ || out_buffer_.size() > kStdoutCap ? -1 : out_fd_, POLLIN, 0},
+                     {err_eof_ ? -1 : err_fd_, POLLIN, 0}};
+    if (poll(fds, 3, std::min(Millis(left), static_cast<int>(kExitCheck.count()))) < 0 && errno != EINTR) {
+      return WriteStatus::kClosed;
+    }
+    if (fds[1].revents != 0) ReadStdout();
+    if (fds[2].revents != 0) DrainStderr();
+    if (fds[0].revents & (POLLERR | POLLHUP)) return WriteStatus::kClosed;
+    // Its stdin may be held open by a process that escaped its group.
+    if (fds[0].revents == 0 && Exited()) return WriteStatus::kClosed;
   }
   return WriteStatus::kOk;
 }
 
-void ChildProcess::DrainStderr() {
-  char buf[4096];
-  while (true) {
-    ssize_t n = read(err_fd_, buf, sizeof(buf));
-    if (n <= 0) break;
-    err_tail_.append(buf, static_cast<size_t>(n));
-    if (err_tail_.size() > 8192) err_tail_.erase(0, err_tail_.size() - 4096);
+void ChildProcess::ReadStdout() {
+  char buf[65536];
+  while (!out_eof_ && out_buffer_.size() <= kStdoutCap) {
+    const ssize_t n = read(out_fd_, buf, sizeof(buf));
+    if (n > 0) {
+      out_buffer_.append(buf, static_cast<size_t>(n));
+    } else if (n == 0) {
+      out_eof_ = true;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      break;  // nothing more for now
+    } else if (errno != EINTR) {
+      out_eof_ = true;  // a pipe that fails reads as closed
+    }
   }
 }
 
+void ChildProcess::DrainStderr() {
+  char buf[4096];
+  while (!err_eof_) {
+    const ssize_t n = read(err_fd_, buf, sizeof(buf));
+    if (n > 0) {
+      err_tail_.append(buf, static_cast<size_t>(n));
+      if (err_tail_.size() > 2 * kStderrKeep) err_tail_.erase(0, err_tail_.size() - kStderrKeep);
+    } else if (n == 0) {
+      err_eof_ = true;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      break;
+    } else if (errno != EINTR) {
+      err_eof_ = true;
+    }
+  }
+}
+
+bool ChildProcess::Exited() {
+  if (reaped_ || pid_ <= 0) return true;
+  const pid_t r = waitpid(pid_, &status_, WNOHANG);
+  if (r == pid_ || (r < 0 && errno == ECHILD)) reaped_ = true;
+  return reaped_;
+}
+
 ChildProcess::ReadStatus ChildProcess::ReadLine(std::string& line, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline = Clock::now() + timeout;
   while (true) {
     const size_t nl = out_buffer_.find('\n');
     if (nl != std::string::npos) {
@@ -96,26 +205,28 @@ ChildProcess::ReadStatus ChildProcess::ReadLine(std::string& line, std::chrono::
       out_buffer_.erase(0, nl + 1);
       return ReadStatus::kLine;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return ReadStatus::kTimeout;
-    pollfd fds[2] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};
-    int r = poll(fds, 2, static_cast<int>(left.count()));
-    if (r < 0) {
+    if (out_eof_ || out_buffer_.size() > kStdoutCap) {
+      DrainStderr();
+      return ReadStatus::kClosed;
+    }
+    // §CONF.2 A child that has exited answers nothing more, even when a
+    // process it started outside its group holds the pipe open (no EOF):
+    // what it wrote before it ended is read, then it is `crashed`.
+    if (Exited()) {
+      ReadStdout();
+      DrainStderr();
+      if (out_buffer_.find('\n') != std::string::npos) continue;
+      return ReadStatus::kClosed;
+    }
+    const auto left = deadline - Clock::now();
+    if (left <= Clock::duration::zero()) return ReadStatus::kTimeout;
+    pollfd fds[2] = {{out_fd_, POLLIN, 0}, {err_eof_ ? -1 : err_fd_, POLLIN, 0}};
+    if (poll(fds, 2, std::min(Millis(left), static_cast<int>(kExitCheck.count()))) < 0) {
       if (errno == EINTR) continue;
       return ReadStatus::kClosed;
     }
-    if (fds[1].revents & (POLLIN | POLLHUP)) DrainStderr();
-    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      char buf[65536];
-      ssize_t n = read(out_fd_, buf, sizeof(buf));
-      if (n <= 0) {
-        DrainStderr();
-        return ReadStatus::kClosed;
-      }
-      out_buffer_.append(buf, static_cast<size_t>(n));
-      // A runaway child cannot make the runner hold unbounded memory.
-      if (out_buffer_.size() > (size_t{512} << 20)) return ReadStatus::kClosed;
-    }
+    if (fds[1].revents != 0) DrainStderr();
+    if (fds[0].revents != 0) ReadStdout();
   }
 }
 
@@ -125,17 +236,14 @@ void ChildProcess::Kill() {
   if (pid_ > 0) kill(-pid_, SIGKILL);
   if (pid_ > 0 && !reaped_) {
     kill(pid_, SIGKILL);
-    waitpid(pid_, &status_, 0);
+    if (waitpid(pid_, &status_, 0) != pid_) status_ = 0;  // ECHILD: reaped by StopAllChildren
     reaped_ = true;
   }
 }
 
 std::string ChildProcess::ExitDescription() {
   if (!reaped_ && pid_ > 0) {
-    for (int i = 0; i < 50 && !reaped_; ++i) {
-      if (waitpid(pid_, &status_, WNOHANG) == pid_) reaped_ = true;
-      else usleep(10000);
-    }
+    for (int i = 0; i < 50 && !Exited(); ++i) usleep(10000);
     if (!reaped_) return "closed its output but still runs";
   }
   if (WIFSIGNALED(status_)) return "killed by signal " + std::to_string(WTERMSIG(status_)) + " (" + strsignal(WTERMSIG(status_)) + ")";
@@ -146,6 +254,89 @@ std::string ChildProcess::ExitDescription() {
 std::string ChildProcess::StderrTail() {
   DrainStderr();
   return err_tail_.size() > 2000 ? err_tail_.substr(err_tail_.size() - 2000) : err_tail_;
+}
+
+namespace {
+
+// Whether process group `pgid` still has a process (its leader, our child,
+// is reaped if it is a zombie, which would otherwise count).
+bool GroupAlive(pid_t pgid) {
+  int status = 0;
+  waitpid(pgid, &status, WNOHANG);
+  return kill(-pgid, 0) == 0;
+}
+
+// Waits up to `limit` for every group in `groups` to be empty; returns those still alive.
+std::vector<pid_t> WaitGroups(const std::vector<pid_t>& groups, milliseconds limit) {
+  const auto deadline = Clock::now() + limit;
+  std::vector<pid_t> alive = groups;
+  while (true) {
+    std::erase_if(alive, [](pid_t g) { return !GroupAlive(g); });
+    if (alive.empty() || Clock::now() >= deadline) return alive;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+}
+
+// The processes (other than the runner) that hold an end of the pipe `fd`
+// (found through /proc/*/fd); "" when the pipe has no other end open.
+std::string PipeHolders(int fd) {
+  pollfd p = {fd, POLLIN, 0};
+  if (poll(&p, 1, 0) >= 0 && (p.revents & POLLHUP)) return "";  // every writer is gone
+  struct stat st{};
+  if (fstat(fd, &st) != 0) return "";
+  const std::string link = "pipe:[" + std::to_string(st.st_ino) + "]";
+  std::string out;
+  std::error_code ec;
+  const std::string self = std::to_string(getpid());
+  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string pid = proc.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos || pid == self) continue;
+    std::error_code ec2;
+    for (const auto& f : std::filesystem::directory_iterator(proc.path() / "fd", ec2)) {
+      std::error_code ec3;
+      if (std::filesystem::read_symlink(f.path(), ec3).string() == link) {
+        out += (out.empty() ? "" : ", ") + std::string("process ") + pid + " ";
+        break;
+      }
+    }
+  }
+  return out.empty() ? "a process (not found in /proc) " : out;
+}
+
+}  // namespace
+
+std::string StopAllChildren(std::chrono::milliseconds grace) {
+  Registry& registry = Children();
+  std::lock_guard<std::mutex> lock(registry.mutex);  // held: no child starts from now on
+  registry.stopping = true;
+  if (registry.live.empty()) return "no implementation was running\n";
+  std::vector<pid_t> groups;
+  for (const auto& [pid, fds] : registry.live) {
+    groups.push_back(pid);
+    kill(-pid, SIGTERM);
+  }
+  const std::vector<pid_t> stubborn = WaitGroups(groups, grace);
+  for (pid_t g : stubborn) kill(-g, SIGKILL);
+  const std::vector<pid_t> survivors = WaitGroups(stubborn, milliseconds(1000));
+  std::string report;
+  for (const auto& [pid, fds] : registry.live) {
+    const std::string group = "process group " + std::to_string(pid);
+    if (std::count(survivors.begin(), survivors.end(), pid)) {
+      report += group + ": still has processes after SIGKILL\n";
+    } else if (std::count(stubborn.begin(), stubborn.end(), pid)) {
+      report += group + ": SIGTERM sent, still running after " + std::to_string(grace.count()) + " ms; SIGKILL ended it\n";
+    } else {
+      report += group + ": SIGTERM sent; it ended\n";
+    }
+    // What left the group (setsid, a daemon) is out of its reach: said, not hidden.
+    for (const auto& [fd, what] : {std::pair{fds.first, "stdout"}, std::pair{fds.second, "stderr"}}) {
+      if (const std::string holders = PipeHolders(fd); !holders.empty()) {
+        report += "  survived: " + holders + "still holds the implementation's " + what +
+                  " open (it left the process group, e.g. with setsid)\n";
+      }
+    }
+  }
+  return report;
 }
 
 }  // namespace engram::conform

@@ -14,7 +14,8 @@ namespace engram::conform {
 class ChildProcess {
  public:
   // Starts `argv` (argv[0] is looked up in PATH) with pipes for stdin,
-  // stdout and stderr. Throws engram::Error when it cannot be started.
+  // stdout and stderr, in a process group of its own. Throws engram::Error
+  // when it cannot be started, or once StopAllChildren has run.
   explicit ChildProcess(const std::vector<std::string>& argv);
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
@@ -22,11 +23,13 @@ class ChildProcess {
 
   enum class WriteStatus { kOk, kTimeout, kClosed };
   // Writes one line (a newline is appended), waiting at most `timeout` for a
-  // child that does not read (a full pipe).
+  // child that does not read (a full pipe). Meanwhile what the child writes
+  // to stdout is buffered and its stderr drained (§CONF.2).
   WriteStatus WriteLine(const std::string& line, std::chrono::milliseconds timeout);
 
   enum class ReadStatus { kLine, kTimeout, kClosed };
-  // Reads one line, waiting at most `timeout`.
+  // Reads one line, waiting at most `timeout`. kClosed also when the child
+  // has exited though its stdout is still open elsewhere (§CONF.2).
   ReadStatus ReadLine(std::string& line, std::chrono::milliseconds timeout);
 
   // Kills the child and its process group (SIGKILL) if it still runs and reaps it.
@@ -38,17 +41,31 @@ class ChildProcess {
   std::string StderrTail();
 
  private:
+  // Reads what is there on stdout (into out_buffer_) and stderr (into the
+  // bounded err_tail_) without blocking.
+  void ReadStdout();
   void DrainStderr();
+  // Whether the child has ended (reaps it when it has).
+  bool Exited();
 
   pid_t pid_ = -1;
   int in_fd_ = -1;
   int out_fd_ = -1;
   int err_fd_ = -1;
+  bool out_eof_ = false, err_eof_ = false;
   std::string out_buffer_;
   std::string err_tail_;
   int status_ = 0;
   bool reaped_ = false;
 };
+
+// §CONF.2 The runner was told to stop (SIGTERM, SIGINT, SIGHUP: a CI cancel).
+// Ends every running child's process group (SIGTERM, up to `grace` for it to
+// go, then SIGKILL) and returns what happened, one line per child: what
+// ended, and what survived (processes left in the group, or a process outside
+// it, e.g. started with setsid, that still holds the child's stdout). No child
+// can be started afterwards (the constructor throws): the caller exits.
+std::string StopAllChildren(std::chrono::milliseconds grace);
 
 }  // namespace engram::conform
 

@@ -1,7 +1,13 @@
 // spec/conformance.md §CONF.7 — the runner's random phase.
 #include "conformance/runner/random_run.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 #include "conformance/runner/judge.h"
@@ -107,10 +113,26 @@ void CheckSaveFailures(const fs::path& dir) {
   if (fs::exists(dir, ec)) {
     if (!fs::is_directory(dir, ec)) throw Error("--save-failures " + dir.string() + ": exists and is not a directory");
     if (!fs::is_empty(dir, ec)) throw Error("--save-failures " + dir.string() + ": is not empty (the failures are written into a new or empty directory)");
+    // §CONF.7 An empty directory must take files: probed before the run.
+    std::string probe = (dir / ".probe-XXXXXX").string();
+    const int fd = ::mkstemp(probe.data());
+    if (fd < 0) throw Error("--save-failures " + dir.string() + ": cannot write in it: " + std::strerror(errno));
+    ::close(fd);
+    ::unlink(probe.c_str());
     return;
   }
   const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
+  if (fs::exists(parent, ec) && !fs::is_directory(parent, ec)) {
+    throw Error("--save-failures " + dir.string() + ": " + parent.string() + " is not a directory");
+  }
   if (!fs::is_directory(parent, ec)) throw Error("--save-failures " + dir.string() + ": the directory " + parent.string() + " does not exist");
+  // §CONF.7 The directory is created and removed again now, as a probe: one
+  // that cannot be created (under /proc, on a read-only file system) is found
+  // before the run, not after it, when the shrunk cases would be lost.
+  if (::mkdir(dir.c_str(), 0777) != 0) {
+    throw Error("--save-failures " + dir.string() + ": cannot create the directory: " + std::strerror(errno));
+  }
+  ::rmdir(dir.c_str());
 }
 
 std::string ReplayLine(const Options& o) {

@@ -643,6 +643,130 @@ TEST(ChildProcessTest, KillEndsTheProcessGroup) {
   EXPECT_TRUE(gone) << "the shell's child " << grandchild << " outlived the kill";
 }
 
+// §CONF.2: the runner reads the child's stdout and stderr while it writes a
+// request. A child that logs 100 KB to stderr after each answer blocks on the
+// full stderr pipe; a request bigger than the stdin pipe (64 KiB) must still go
+// through instead of timing out as "did not read the request".
+TEST(ChildProcessTest, AChildThatLogsAfterEachAnswerStillReadsBigRequests) {
+  engram::conform::ChildProcess child(
+      {"/bin/sh", "-c", "while IFS= read -r l; do echo '{}'; head -c 100000 /dev/zero | tr '\\0' e >&2; done"});
+  const std::string request = "{\"pad\":\"" + std::string(200000, 'x') + "\"}";
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(child.WriteLine(request, std::chrono::seconds(5)), engram::conform::ChildProcess::WriteStatus::kOk) << "request " << i;
+    std::string line;
+    ASSERT_EQ(child.ReadLine(line, std::chrono::seconds(5)), engram::conform::ChildProcess::ReadStatus::kLine) << "request " << i;
+    EXPECT_EQ(line, "{}");
+  }
+  // Only a bounded tail of the log is kept.
+  EXPECT_LE(child.StderrTail().size(), 4096u);
+  EXPECT_THAT(child.StderrTail(), HasSubstr("eeee"));
+}
+
+// §CONF.2: a child that exits is `crashed` even when a process it started
+// outside its process group (setsid) still holds its stdout open: the runner
+// does not wait for an EOF that never comes (here: the 5 s timeout).
+TEST(ChildProcessTest, AnExitIsSeenThoughAnEscapedProcessHoldsStdout) {
+  const fs::path pid_file = Dir() / "escaped.pid";
+  fs::remove(pid_file);
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    engram::conform::ChildProcess child(
+        {"/bin/sh", "-c", "setsid sleep 30 & echo $! >'" + pid_file.string() + "'; read l; exit 3"});
+    ASSERT_EQ(child.WriteLine("{}", std::chrono::seconds(5)), engram::conform::ChildProcess::WriteStatus::kOk);
+    std::string line;
+    EXPECT_EQ(child.ReadLine(line, std::chrono::seconds(5)), engram::conform::ChildProcess::ReadStatus::kClosed);
+    EXPECT_EQ(child.ExitDescription(), "exited with status 3");
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  const std::string escaped = Slurp(pid_file);
+  if (!escaped.empty()) ::kill(static_cast<pid_t>(std::stol(escaped)), SIGKILL);
+}
+
+// §CONF.2: SIGTERM to `engram conform` (a CI cancel) ends the implementation's
+// process group before the runner exits with 128 + 15, and says on stderr what
+// it did and what survived: here a `setsid` child of the peer, which left the
+// group and holds the peer's stdout open.
+TEST(Signals, SigtermEndsTheImplementationAndSaysWhatSurvived) {
+  const fs::path dir = Dir() / "sigterm";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path script = dir / "peer.sh", peer_pid = dir / "peer.pid", escaped_pid = dir / "escaped.pid";
+  std::ofstream(script) << "setsid sleep 30 & echo $! >'" << escaped_pid.string() << "'\n"
+                           "read l\n"
+                           "echo '{\"protocol\":1,\"name\":\"p\",\"suites\":[\"multipliers\"],\"profiles\":[\"v4.1\"]}'\n"
+                           "echo $$ >'" << peer_pid.string() << "'\n"
+                           "while read l; do sleep 30; done\n";
+  const fs::path out = dir / "out.txt", err = dir / "err.txt";
+  const pid_t conform = fork();
+  if (conform == 0) {
+    if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(126);
+    execl(ENGRAM_CLI, ENGRAM_CLI, "conform", "--vectors", kVectors.c_str(), "--suite", "multipliers", "--timeout", "60",
+          "--exec", ("sh " + script.string()).c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_GT(conform, 0);
+  std::string pid_text;
+  for (int i = 0; i < 500 && pid_text.find('\n') == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    pid_text = Slurp(peer_pid);
+  }
+  ASSERT_NE(pid_text.find('\n'), std::string::npos) << "the peer did not start";
+  const pid_t peer = static_cast<pid_t>(std::stol(pid_text));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the runner is waiting for the first answer
+  ASSERT_EQ(::kill(conform, SIGTERM), 0);
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 500 && done == 0; ++i) {
+    done = ::waitpid(conform, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (done == 0) {
+    ::kill(conform, SIGKILL);
+    ::waitpid(conform, &status, 0);
+  }
+  const std::string escaped = Slurp(escaped_pid);
+  bool peer_gone = false;
+  for (int i = 0; i < 100 && !peer_gone; ++i) {
+    peer_gone = ::kill(peer, 0) != 0;
+    if (!peer_gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const bool escaped_ran = !escaped.empty() && ::kill(static_cast<pid_t>(std::stol(escaped)), 0) == 0;
+  if (!peer_gone) ::kill(peer, SIGKILL);
+  if (!escaped.empty()) ::kill(static_cast<pid_t>(std::stol(escaped)), SIGKILL);
+  const std::string shown = "\n--- stderr:\n" + Slurp(err) + "\n--- stdout:\n" + Slurp(out);
+  ASSERT_NE(done, 0) << "engram conform did not end within 10 s of SIGTERM" << shown;
+  ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0) << shown;
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << shown;
+  EXPECT_TRUE(peer_gone) << "the peer " << peer << " outlived the runner" << shown;
+  const std::string e = Slurp(err);
+  EXPECT_THAT(e, HasSubstr("SIGTERM"));
+  EXPECT_THAT(e, HasSubstr("process group " + std::to_string(peer)));
+  if (escaped_ran) EXPECT_THAT(e, HasSubstr("process " + escaped.substr(0, escaped.find('\n')) + " "));
+  EXPECT_THAT(e, HasSubstr("still holds the implementation's stdout"));
+}
+
+// §CONF.3: a plug-in that crashes (abort) or hangs (the runner SIGKILLs the
+// host at the timeout) inside engram_table_open_safetensors / _packed leaves
+// no temporary file in $TMPDIR.
+TEST(PluginHost, ACrashOrHangInTableOpenLeavesNoTemporaryFile) {
+  for (int variant : {1, 2}) {
+    const fs::path tmp = Dir() / ("tmp_" + std::to_string(variant));
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    const std::string lib = std::string(ENGRAM_TEST_PLUGIN_DIR) + "/libengram_table_trap_plugin_" + std::to_string(variant) + ".so";
+    const fs::path out = Dir() / "trap.txt";
+    const std::string cmd = "TMPDIR=" + tmp.string() + " " + ENGRAM_CLI + " conform --vectors " + kVectors +
+                            " --suite table_lookup --timeout 1 --lib " + lib + " >" + out.string() + " 2>&1";
+    const int status = std::system(cmd.c_str());
+    const std::string text = Slurp(out);
+    EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 1) << text;
+    EXPECT_THAT(text, HasSubstr(variant == 1 ? "(crashed)" : "(timeout)")) << text;
+    std::vector<std::string> left;
+    for (const auto& e : fs::recursive_directory_iterator(tmp)) left.push_back(e.path().string());
+    EXPECT_TRUE(left.empty()) << "variant " << variant << " left " << testing::PrintToString(left);
+  }
+}
+
 // §CONF.3: a library that prints to stdout does not corrupt the protocol.
 TEST(PluginHost, TheLibrarysStdoutGoesToStderr) {
   const std::string lib = std::string(ENGRAM_TEST_PLUGIN_DIR) + "/libengram_noisy_plugin.so";
