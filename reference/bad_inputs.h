@@ -26,7 +26,7 @@ namespace engram {
 enum class InputKind {
   kConfig,        ///< config.json / an EngramConfig document: 16 MiB
   kTokenizer,     ///< a Hugging Face tokenizer.json: 512 MiB
-  kTokenMap,      ///< a token-map JSON: 256 MiB
+  kTokenMap,      ///< a token-map JSON: 16 MiB
   kContract,      ///< a hash contract: 64 MiB
   kHistory,       ///< a §HASH.9 history (JSON or binary): 64 MiB
   kVectorFile,    ///< a vector suite file or a JSON Schema: 256 MiB

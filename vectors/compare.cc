@@ -54,7 +54,11 @@ std::string FirstDifference(const json& expected, const json& actual, const std:
   }
   if (expected.is_number_integer() && actual.is_number_integer()) {
     if (SameInteger(expected, actual)) return "";
-    return path + ": expected " + Short(expected) + ", got " + Short(actual) + " (§CONF.4: integers are compared by value)";
+    // The same 64 bits read as another type (-1 as 18446744073709551615):
+    // say why that is a difference.
+    const bool same_bits = expected.template get<uint64_t>() == actual.template get<uint64_t>();
+    return path + ": expected " + Short(expected) + ", got " + Short(actual) +
+           (same_bits ? " (the same 64 bits, another value: §CONF.4 compares integers by value)" : "");
   }
   if (expected != actual) return path + ": expected " + Short(expected) + ", got " + Short(actual);
   return "";

@@ -154,6 +154,12 @@ void CheckBoundedIntegers(Checker& c, const json& t) {
 }
 
 void CheckMultipliers(Checker& c, const json& t) {
+  // §RNG.4, §VEC.4 the seed is an int64 by value: 2^63 is not -2^63 (get<int64_t>()
+  // would wrap it), so a seed outside int64 is an input the reference refuses.
+  if (t.at("seed").is_number_unsigned() && t.at("seed").get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    if (IsValid(t)) c.Problem(t, "seed " + t.at("seed").dump() + " is outside int64: the reference refuses it");
+    return;
+  }
   const int64_t seed = t.at("seed").get<int64_t>();
   const int64_t layer = t.at("layerId").get<int64_t>();
   const int64_t v = t.at("compressedVocabSize").get<int64_t>();

@@ -148,6 +148,34 @@ Api LoadApi(const std::string& path) {
 struct Refused {
   std::string message;
 };
+// §CONF.4, §VEC.4 An integer of a request, as the C type it is passed as,
+// by value. nlohmann's get<int64_t>() of 2^63 gives -2^63 and get<uint64_t>()
+// of -1 gives 2^64 - 1 (both modulo 2^64): another, valid input would reach
+// the library (a MultipliersTest seed of 2^63 read as -2^63). A value outside
+// the type is refused, naming it.
+int64_t I64(const json& v) {
+  if (v.is_number_unsigned() && v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX)) return v.get<int64_t>();
+  if (v.is_number_integer() && !v.is_number_unsigned()) return v.get<int64_t>();
+  throw Refused{"the value " + v.dump() + " is not an integer in [-2^63, 2^63)"};
+}
+uint64_t U64(const json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (v.is_number_integer() && v.get<int64_t>() >= 0) return static_cast<uint64_t>(v.get<int64_t>());
+  throw Refused{"the value " + v.dump() + " is not an integer in [0, 2^64)"};
+}
+int32_t I32(const json& v) {
+  const int64_t x = I64(v);
+  if (x < INT32_MIN || x > INT32_MAX) throw Refused{"the value " + v.dump() + " is not an integer in [-2^31, 2^31)"};
+  return static_cast<int32_t>(x);
+}
+// A count or an index: non-negative, and below 2^31 (no test of any suite
+// comes near; a larger one would only be an allocation that fails).
+size_t Count(const json& v) {
+  const int64_t x = I64(v);
+  if (x < 0 || x > INT32_MAX) throw Refused{"the value " + v.dump() + " is not a count in [0, 2^31)"};
+  return static_cast<size_t>(x);
+}
+
 // An operation the library does not export, carried as {"unsupported": ...}.
 struct Unsupported {
   std::string what;
@@ -160,7 +188,7 @@ class Layout {
     char err[1024] = "";
     const std::string profile = group.value("profile", "");
     handle_ = api.layout_create(group.at("config").dump().c_str(), profile.empty() ? nullptr : profile.c_str(),
-                                group.at("compressedVocabSize").get<int64_t>(), group.at("compressedPad").get<int64_t>(),
+                                I64(group.at("compressedVocabSize")), I64(group.at("compressedPad")),
                                 err, sizeof(err));
     if (handle_ == nullptr) throw Refused{err};
   }
@@ -251,7 +279,7 @@ class Hasher {
     if (api_.hasher_import == nullptr) throw Unsupported{"engram_hasher_import"};
     const std::vector<int64_t> ids = history.at("history").get<std::vector<int64_t>>();
     char err[1024] = "";
-    if (api_.hasher_import(handle_, history.at("position").get<int64_t>(), ids.data(), ids.size(), fingerprint.c_str(), err,
+    if (api_.hasher_import(handle_, I64(history.at("position")), ids.data(), ids.size(), fingerprint.c_str(), err,
                            sizeof(err)) != 0) {
       throw Refused{err};
     }
@@ -345,8 +373,8 @@ class Table {
     Need(api.table_destroy, "engram_table_destroy");
     if (t.at("layout") != "synthetic") throw Unsupported{"table layout " + t.at("layout").dump()};
     char err[kErrLen] = "";
-    engram_table* h = api.table_synthetic(t.at("seed").get<uint64_t>(), t.at("rows").get<int64_t>(),
-                                          t.at("headDim").get<int64_t>(), t.value("edgeRows", false) ? 1 : 0, err, sizeof err);
+    engram_table* h = api.table_synthetic(U64(t.at("seed")), I64(t.at("rows")),
+                                          I64(t.at("headDim")), t.value("edgeRows", false) ? 1 : 0, err, sizeof err);
     if (h == nullptr) throw Refused{err};
     return std::make_unique<Table>(api, h);
   }
@@ -428,16 +456,16 @@ json BytesLookup(const Api& api, const std::string& type, const json& group, con
   int64_t size = 0;
   if (packed) {
     Need(api.table_open_packed, "engram_table_open_packed");
-    size = rows * group.at("rowLength").get<int64_t>();
+    size = rows * I64(group.at("rowLength"));
   } else {
     Need(api.table_open_safetensors, "engram_table_open_safetensors");
     const std::string header = group.at("header");
     const json h = ParseJson(header, "the group's safetensors header");  // §ERR.5
     int64_t end = 0;
     for (const auto& [name, tensor] : h.items()) {
-      if (tensor.is_object() && tensor.contains("data_offsets")) end = std::max(end, tensor["data_offsets"][1].get<int64_t>());
+      if (tensor.is_object() && tensor.contains("data_offsets")) end = std::max(end, I64(tensor["data_offsets"][1]));
     }
-    size = group.at("dataOffset").get<int64_t>() + end;
+    size = I64(group.at("dataOffset")) + end;
   }
   Need(api.table_destroy, "engram_table_destroy");
   SparseFile file(size);
@@ -450,10 +478,10 @@ json BytesLookup(const Api& api, const std::string& type, const json& group, con
   }
   for (const json& rb : test.at("rowBytes")) {
     if (packed) {
-      file.Write(rb.at("offset").get<int64_t>(), HexBytes(rb.at("packed"), "rowBytes.packed"));
+      file.Write(I64(rb.at("offset")), HexBytes(rb.at("packed"), "rowBytes.packed"));
     } else {
-      file.Write(rb.at("codesOffset").get<int64_t>(), HexBytes(rb.at("codes"), "rowBytes.codes"));
-      file.Write(rb.at("scalesOffset").get<int64_t>(), HexBytes(rb.at("scales"), "rowBytes.scales"));
+      file.Write(I64(rb.at("codesOffset")), HexBytes(rb.at("codes"), "rowBytes.codes"));
+      file.Write(I64(rb.at("scalesOffset")), HexBytes(rb.at("scales"), "rowBytes.scales"));
     }
   }
   char err[kErrLen] = "";
@@ -476,7 +504,7 @@ json RowShard(const Api& api, const json& group, const json& test) {
   Need(api.table_row_shard_lookup, "engram_table_row_shard_lookup");
   Need(api.shard_reduce, "engram_shard_reduce");
   auto table = Table::Synthetic(api, group.at("table"));
-  const size_t d = group.at("table").at("headDim").get<size_t>();
+  const size_t d = Count(group.at("table").at("headDim"));
   const int32_t world = group.at("world");
   const auto ids = test.at("rowIds").get<std::vector<int64_t>>();
   const size_t count = ids.size() * d;
@@ -496,7 +524,7 @@ json RowShard(const Api& api, const json& group, const json& test) {
 json HeadShard(const Api& api, const json& group, const json& test) {
   Need(api.table_head_shard_lookup, "engram_table_head_shard_lookup");
   auto table = Table::Synthetic(api, group.at("table"));
-  const size_t d = group.at("table").at("headDim").get<size_t>();
+  const size_t d = Count(group.at("table").at("headDim"));
   const int32_t world = group.at("world"), columns = group.at("columns");
   const auto ids = test.at("rowIds").get<std::vector<int64_t>>();
   if (columns < 1 || ids.size() % static_cast<size_t>(columns) != 0) throw Refused{"rowIds is not [positions][columns]"};
@@ -763,7 +791,7 @@ json StorageOutputs(const Api& api, const std::string& type, const json& group, 
   }
   if (type == "SyntheticLookupTest") {
     auto table = Table::Synthetic(api, group.at("table"));
-    const size_t d = group.at("table").at("headDim").get<size_t>();
+    const size_t d = Count(group.at("table").at("headDim"));
     return {{"rows", Bf16Rows(Lookup(api, *table, test.at("rowIds").get<std::vector<int64_t>>(), d), d)}};
   }
   if (type == "SafetensorsLookupTest" || type == "PackedLookupTest") return BytesLookup(api, type, group, test);
@@ -772,9 +800,9 @@ json StorageOutputs(const Api& api, const std::string& type, const json& group, 
     const json& t = group.at("table");
     if (t.at("layout") != "synthetic-float") throw Unsupported{"table layout " + t.at("layout").dump()};
     const auto ids = test.at("rowIds").get<std::vector<int64_t>>();
-    const size_t w = t.at("width").get<size_t>();
+    const size_t w = Count(t.at("width"));
     std::vector<float> out(ids.size() * w);
-    if (api.float_table_lookup(t.at("seed").get<uint64_t>(), t.at("rows").get<int64_t>(), static_cast<int64_t>(w), ids.data(),
+    if (api.float_table_lookup(U64(t.at("seed")), I64(t.at("rows")), static_cast<int64_t>(w), ids.data(),
                                ids.size(), out.data(), out.size(), err, sizeof err) != 0) {
       throw Refused{err};
     }
@@ -798,10 +826,10 @@ json RunTest(const Api& api, const std::string& type, const json& group, const j
     // high may be 2^63: pass high - 1, which always fits int64.
     const int64_t high_minus_one = high.is_number_unsigned() && high.get<uint64_t>() == (uint64_t{1} << 63)
                                        ? INT64_MAX
-                                       : high.get<int64_t>() - 1;
-    std::vector<int64_t> values(test.at("count").get<size_t>());
+                                       : I64(high) - 1;
+    std::vector<int64_t> values(Count(test.at("count")));
     char err[1024] = "";
-    if (api.bounded_integers(test.at("seed").get<uint64_t>(), test.at("low").get<int64_t>(), high_minus_one, values.size(),
+    if (api.bounded_integers(U64(test.at("seed")), I64(test.at("low")), high_minus_one, values.size(),
                              values.data(), err, sizeof(err)) != 0) {
       throw Refused{err};
     }
@@ -809,10 +837,10 @@ json RunTest(const Api& api, const std::string& type, const json& group, const j
   }
   if (type == "MultipliersTest") {
     if (api.multipliers == nullptr) throw Unsupported{"engram_multipliers"};
-    std::vector<int64_t> m(static_cast<size_t>(std::max(0, test.at("maxNgram").get<int>())));
+    std::vector<int64_t> m(static_cast<size_t>(std::max(0, I32(test.at("maxNgram")))));
     char err[1024] = "";
-    if (api.multipliers(test.at("seed").get<int64_t>(), test.at("layerId").get<int64_t>(),
-                        test.at("compressedVocabSize").get<int64_t>(), test.at("maxNgram").get<int32_t>(), m.data(), err,
+    if (api.multipliers(I64(test.at("seed")), I64(test.at("layerId")),
+                        I64(test.at("compressedVocabSize")), I32(test.at("maxNgram")), m.data(), err,
                         sizeof(err)) != 0) {
       throw Refused{err};
     }
@@ -844,7 +872,7 @@ json RunTest(const Api& api, const std::string& type, const json& group, const j
         step["historyAfter"] = h->history();
       } else if (op == "rollback") {
         auto& h = seqs.at(step.at("seq").get<std::string>());
-        h->Rollback(step.at("k").get<size_t>());
+        h->Rollback(Count(step.at("k")));
         step["positionAfter"] = h->position();
         step["historyAfter"] = h->history();
       } else if (op == "fork") {
@@ -860,7 +888,7 @@ json RunTest(const Api& api, const std::string& type, const json& group, const j
     auto segment = [&](json seg, const std::vector<int64_t>& ids) {
       Hasher h(api, layout, size_t{0});
       h.Import(seg.at("historyIn"), fingerprint);
-      const size_t from = seg.at("from").get<size_t>(), to = seg.at("to").get<size_t>();
+      const size_t from = Count(seg.at("from")), to = Count(seg.at("to"));
       seg["rows"] = h.Append(std::vector<int64_t>(ids.begin() + static_cast<std::ptrdiff_t>(from),
                                                   ids.begin() + static_cast<std::ptrdiff_t>(to)));
       seg["historyOut"] = {{"position", h.position()}, {"history", h.history()}};
@@ -881,7 +909,7 @@ json RunTest(const Api& api, const std::string& type, const json& group, const j
     json batches = json::array();
     for (const json& micro : test.at("microBatches")) {
       json out = json::array();
-      for (const json& seg : micro) out.push_back(segment(seg, seqs.at(seg.at("sequence").get<size_t>())));
+      for (const json& seg : micro) out.push_back(segment(seg, seqs.at(Count(seg.at("sequence")))));
       batches.push_back(out);
     }
     return {{"microBatches", batches}};
@@ -1016,8 +1044,8 @@ json Handle(const Api& api, const json& request) {
       Hasher h(api, layout, size_t{0});
       std::vector<int64_t> rows;
       const std::string digest = conform::AccumulateHash(
-          group.at("profile").get<std::string>() == "v4.1", group.at("compressedVocabSize").get<int64_t>(),
-          request.at("seed").get<uint64_t>(), request.at("n").get<int64_t>(),
+          group.at("profile").get<std::string>() == "v4.1", I64(group.at("compressedVocabSize")),
+          U64(request.at("seed")), I64(request.at("n")),
           [&](const std::vector<int64_t>& ids, std::vector<int64_t>& out) { h.AppendFlat(ids, out); });
       return {{"sha256", digest}};
     }

@@ -129,6 +129,14 @@ Peer::Reply Peer::Call(const json& request, std::chrono::milliseconds timeout) {
       r.answered = false;
       process_.reset();
       return r;
+    case ChildProcess::ReadStatus::kTooLong:
+      // §ERR.3 the line is not read on: the answer fails and the child is
+      // ended (what it still writes would be the rest of that line).
+      r.failure = "garbage";
+      r.detail = "the answer line is longer than " + std::to_string(ChildProcess::kMaxLineBytes >> 20) +
+                 " MiB, the most the runner reads (spec/bad_inputs.md §ERR.3); the implementation was stopped" + Tail();
+      process_.reset();
+      return r;
     case ChildProcess::ReadStatus::kLine:
       break;
   }
@@ -162,7 +170,10 @@ void Peer::Start() {
   std::string line;
   auto status = process_->ReadLine(line, hello_timeout);
   if (status != ChildProcess::ReadStatus::kLine) {
-    std::string why = status == ChildProcess::ReadStatus::kTimeout ? "no answer to hello" : process_->ExitDescription();
+    std::string why = status == ChildProcess::ReadStatus::kTimeout   ? "no answer to hello"
+                      : status == ChildProcess::ReadStatus::kTooLong ? "the answer to hello is longer than " +
+                                                                           std::to_string(ChildProcess::kMaxLineBytes >> 20) + " MiB"
+                                                                     : process_->ExitDescription();
     std::string tail = process_->StderrTail();
     process_.reset();
     throw Error("handshake failed: " + why + (tail.empty() ? "" : "; stderr: " + tail));

@@ -24,8 +24,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// A runaway child cannot make the runner hold unbounded memory.
-constexpr size_t kStdoutCap = size_t{512} << 20;
+// A runaway child cannot make the runner hold unbounded memory (§ERR.3).
+constexpr size_t kStdoutCap = ChildProcess::kMaxLineBytes;
 // §CONF.2 Only the tail of the child's log is kept (shown on failure).
 constexpr size_t kStderrKeep = 4096;
 // §CONF.2 How often a wait for output checks whether the child has exited:
@@ -205,7 +205,11 @@ ChildProcess::ReadStatus ChildProcess::ReadLine(std::string& line, std::chrono::
       out_buffer_.erase(0, nl + 1);
       return ReadStatus::kLine;
     }
-    if (out_eof_ || out_buffer_.size() > kStdoutCap) {
+    if (out_buffer_.size() > kStdoutCap) {
+      DrainStderr();
+      return ReadStatus::kTooLong;
+    }
+    if (out_eof_) {
       DrainStderr();
       return ReadStatus::kClosed;
     }

@@ -27,7 +27,12 @@ class ChildProcess {
   // to stdout is buffered and its stderr drained (§CONF.2).
   WriteStatus WriteLine(const std::string& line, std::chrono::milliseconds timeout);
 
-  enum class ReadStatus { kLine, kTimeout, kClosed };
+  // §ERR.3 The longest answer line the runner reads: 8 MiB, about 60 times
+  // the largest answer of a correct port to the committed vectors (134 KB,
+  // tp_shard). A longer line is not read on (kTooLong) and the child is
+  // ended, so that one answer cannot take the runner's memory.
+  static constexpr size_t kMaxLineBytes = size_t{8} << 20;
+  enum class ReadStatus { kLine, kTimeout, kClosed, kTooLong };
   // Reads one line, waiting at most `timeout`. kClosed also when the child
   // has exited though its stdout is still open elsewhere (§CONF.2).
   ReadStatus ReadLine(std::string& line, std::chrono::milliseconds timeout);

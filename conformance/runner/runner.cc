@@ -459,17 +459,22 @@ void Diagnose(const Run& run, Verdict& v) {
   for (const SuiteFile& file : run.vectors.suites) {
     std::map<std::string, std::set<int64_t>> flagged_here;
     std::set<int64_t> failed_here;
-    bool other_failures = false;
+    bool other_failures = false, computed_here = false;
     const json notes = file.doc.value("notes", json::object());
     for (const TestResult& r : run.results) {
       if (r.suite != file.name || r.status == "skipped") continue;
       if (r.status == "fail") {
-        // §CONF.4 a divergence is a value computed differently: only
-        // mismatches are evidence. A refusal, a crash or a timeout says
-        // nothing about which rule the port computes (a port refusing every
-        // valid layout would otherwise be "diagnosed" with whichever flag
-        // happens to mark exactly the valid tests).
-        if (r.reason != "mismatch") other_failures = true;
+        // §CONF.4 a divergence is something computed differently: a
+        // mismatch, or an invalid input accepted. A refusal alone shows
+        // nothing computed (a port refusing every valid layout would be
+        // "diagnosed" with whichever flag marks exactly the valid tests), so
+        // refusals count only beside a computed difference; a crash, a
+        // timeout, garbage or a missing output rules a diagnosis out.
+        if (r.reason == "mismatch" || r.reason == "accepted invalid input") {
+          computed_here = true;
+        } else if (r.reason != "refused valid input") {
+          other_failures = true;
+        }
         failed_here.insert(r.tc_id);
         failed_all.insert(r.suite + ":" + std::to_string(r.tc_id));
       }
@@ -480,8 +485,8 @@ void Diagnose(const Run& run, Verdict& v) {
         description[f] = notes[f].value("description", "");
       }
     }
-    if (other_failures) any_other_failure = true;
-    if (failed_here.empty() || other_failures) continue;
+    if (other_failures || (!failed_here.empty() && !computed_here)) any_other_failure = true;
+    if (failed_here.empty() || other_failures || !computed_here) continue;
     // Evidence needs contrast: among the tests that ran, some lack the flag
     // (and passed). A run of one flagged test that fails proves nothing.
     size_t ran = 0;

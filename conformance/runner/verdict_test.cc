@@ -157,7 +157,7 @@ TEST(NoFalseGreen, NegativeIntegersWrittenAsTheirUint64BitsFail) {
   const Result r = Conform("--vectors " + kVectors + " " + Hollow("--mode replay --encode uint64 --vectors " + kVectors) +
                            " --suite multipliers --suite hash_v41 --suite hash_demo --report-json " + report.string());
   EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_THAT(r.out, HasSubstr("integers are compared by value"));
+  EXPECT_THAT(r.out, HasSubstr("the same 64 bits, another value: §CONF.4 compares integers by value"));
   const json doc = json::parse(Slurp(report));
   auto negative = [](const json& v) { return v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0; };
   for (const char* suite : {"multipliers", "hash_v41", "hash_demo"}) {
