@@ -67,14 +67,40 @@ StagedFile::~StagedFile() {
 
 void WriteFileAtomic(const std::filesystem::path& path, std::string_view content) { StagedFile(path, content).Commit(); }
 
+std::string FileTypeName(unsigned mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "a special file";
+}
+
 std::string ReadFileWithin(const std::filesystem::path& path, uint64_t max_bytes, std::string_view kind_name,
-                           std::string_view limit_text) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+                           std::string_view limit_text, bool regular_only) {
+  // §VEC.9 A FIFO opened for reading blocks in open() until a writer comes;
+  // O_NONBLOCK makes the open return at once, and fstat then says what it is.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (regular_only ? O_NONBLOCK : 0));
   if (fd < 0) throw Error(path.string() + ": cannot open for reading: " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
     ::close(fd);
     throw Error(path.string() + ": is a directory, not a " + std::string(kind_name));
+  }
+  if (regular_only) {
+    if (!S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw Error(path.string() + ": not a regular file (" + FileTypeName(st.st_mode) + "), not a " + std::string(kind_name));
+    }
+    // A regular file: back to blocking reads.
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+      const int err = errno;
+      ::close(fd);
+      throw Error(path.string() + ": cannot clear O_NONBLOCK: " + std::strerror(err));
+    }
   }
   // A regular file says its size; a pipe or a device (/dev/zero) does not, so
   // every file is read in pieces and refused at the first byte past the limit.

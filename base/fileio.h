@@ -42,8 +42,16 @@ class StagedFile {
 // "<path>: cannot open for reading: ...", "<path>: is a directory, not a
 // <kind_name>", "<path>: N bytes is larger than <limit_text>", "<path>: more
 // than <limit_text>", "<path>: read failed: ...".
+// `regular_only` (the files a MANIFEST.sha256 lists, §VEC.9): anything but a
+// regular file is refused, "<path>: not a regular file (a FIFO)", and the file
+// is opened with O_NONBLOCK (cleared once it is known to be regular) so that a
+// FIFO without a writer cannot block the open.
 std::string ReadFileWithin(const std::filesystem::path& path, uint64_t max_bytes, std::string_view kind_name,
-                           std::string_view limit_text);
+                           std::string_view limit_text, bool regular_only = false);
+
+// What the file at `mode` (a struct stat st_mode) is, for messages: "a FIFO",
+// "a character device", "a directory", ...
+std::string FileTypeName(unsigned mode);
 
 }  // namespace engram
 

@@ -46,7 +46,7 @@ if ((prebuilt == 0)); then
   # 1. Dependencies.
   missing=()
   for tool in cmake g++; do command -v "$tool" >/dev/null || missing+=("$tool"); done
-  for pkg in libgtest-dev librapidcheck-dev nlohmann-json3-dev libcli11-dev libicu-dev libssl-dev; do
+  for pkg in libgtest-dev librapidcheck-dev nlohmann-json3-dev libcli11-dev libicu-dev libssl-dev libvalijson-dev; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
   done
   if ((${#missing[@]})); then

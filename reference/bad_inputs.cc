@@ -3,6 +3,7 @@
 
 #include "base/error.h"
 #include "base/fileio.h"
+#include "base/json_depth.h"
 
 namespace engram {
 
@@ -48,10 +49,10 @@ std::string LimitText(InputKind kind) {
 
 }  // namespace
 
-std::string ReadInputFile(const std::filesystem::path& path, InputKind kind) {
+std::string ReadInputFile(const std::filesystem::path& path, InputKind kind, bool regular_only) {
   // The reading itself is the ground floor's (base/fileio.h); the rule is the
   // limit per kind above.
-  return ReadFileWithin(path, InputSizeLimit(kind), InputKindName(kind), LimitText(kind));
+  return ReadFileWithin(path, InputSizeLimit(kind), InputKindName(kind), LimitText(kind), regular_only);
 }
 
 // ---------------------------------------------------------------------------
@@ -108,6 +109,9 @@ namespace {
 
 template <typename Json>
 Json ParseStrict(std::string_view text, std::string_view source) {
+  // §ERR.6 Depth first: a value nested a million deep is built by the parser
+  // but kills whatever walks it recursively afterwards (base/json_depth.h).
+  CheckJsonDepth(text, source);
   JsonKeyChecker keys{std::string(source)};
   // nlohmann's parser callback sees every event in document order; it keeps
   // every value (returns true) and only watches the keys.

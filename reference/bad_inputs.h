@@ -44,7 +44,9 @@ std::string InputKindName(InputKind kind);
 /// when it does not exist, is a directory ("is a directory"), cannot be read,
 /// or holds more than InputSizeLimit(kind) bytes. Pipes and devices are read
 /// up to the limit (one byte more is a refusal), never beyond it.
-std::string ReadInputFile(const std::filesystem::path& path, InputKind kind);
+/// `regular_only`: refuse anything but a regular file, without blocking on a
+/// FIFO (the files a MANIFEST.sha256 lists, §VEC.9; base/fileio.h).
+std::string ReadInputFile(const std::filesystem::path& path, InputKind kind, bool regular_only = false);
 
 /// §ERR.5 Parses JSON `text`; `source` names it in messages (a file name).
 /// Refuses malformed JSON ("<source>: malformed JSON: <parser message>") and

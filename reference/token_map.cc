@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "base/json_depth.h"
 #include "base/sha256.h"
 #include "reference/config.h"
 
@@ -350,6 +351,7 @@ void CheckDecoder(const json& root, const std::string& src) {
 
 Tokenizer ParseTokenizerJson(std::string_view text, std::string_view source) {
   const std::string src(source);
+  CheckJsonDepth(text, src);  // §ERR.6, as every JSON input (reference/bad_inputs.cc)
   TokenizerJsonReader reader(src);
   if (!json::sax_parse(text.begin(), text.end(), &reader)) throw Error(src + ": " + reader.problem);
   const json& root = reader.root;

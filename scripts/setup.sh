@@ -7,8 +7,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 debs=(build-essential cmake g++ git pkg-config libgtest-dev librapidcheck-dev nlohmann-json3-dev libicu-dev
       libcli11-dev libssl-dev python3 python3-venv doxygen graphviz libjs-mathjax clang libclang-rt-dev
-      dpkg-dev ccache)  # dpkg-dev: dpkg-shlibdeps, for the .deb of scripts/test_packaging.sh;
-                        # ccache: the compiler cache CMakeLists.txt uses when it is installed
+      dpkg-dev ccache libvalijson-dev)  # dpkg-dev: dpkg-shlibdeps, for the .deb of scripts/test_packaging.sh;
+                        # ccache: the compiler cache CMakeLists.txt uses when it is installed;
+                        # libvalijson-dev: the JSON Schema validator of engram conform (§CONF.4)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -19,6 +19,7 @@
 #include "reference/random.h"
 #include "reference/token_map.h"
 #include "vectors/generator.h"
+#include "vectors/manifest.h"
 #include "vectors/suite.h"
 
 namespace engram::vectors {
@@ -135,34 +136,25 @@ bool VerifyAll(const std::filesystem::path& dir, std::ostream& log, std::ostream
   }
   const std::set<std::string> selected(only.begin(), only.end());
   std::vector<std::string> problems;
-  // §VEC.5 The manifest first: every listed file exists with that digest, and
-  // every suite file present is listed.
-  const std::filesystem::path manifest_path = dir / "MANIFEST.sha256";
-  std::string manifest = ReadInputFile(manifest_path, InputKind::kVectorFile);
+  // §VEC.9 The manifest first: every listed file exists with that digest, as
+  // a regular file inside the directory (the same reader as `engram conform`,
+  // vectors/manifest.h), and every suite file present is listed.
+  const Manifest manifest = ReadManifest(dir);
+  for (const std::string& p : manifest.problems) problems.push_back(p);
   std::set<std::string> listed;
-  std::istringstream lines(manifest);
-  std::string line;
-  int line_no = 0;
-  while (std::getline(lines, line)) {
-    ++line_no;
-    const std::string where = manifest_path.string() + ":" + std::to_string(line_no);
-    if (line.size() < 67 || line.substr(64, 2) != "  ") {
-      problems.push_back(where + ": malformed line (expected '<64 hex digits>  <path>')");
+  std::map<std::string, const ManifestEntry*> entry_of;  // rel -> its line
+  for (const ManifestEntry& e : manifest.entries) {
+    listed.insert(e.rel);
+    entry_of[e.rel] = &e;
+    std::string bytes;
+    try {
+      bytes = ReadListedFile(dir, e);
+    } catch (const Error& err) {
+      problems.push_back(err.what());
       continue;
     }
-    const std::string digest = line.substr(0, 64), rel = line.substr(66);
-    if (rel.find("..") != std::string::npos || rel.front() == '/') {
-      problems.push_back(where + ": path '" + rel + "' leaves the vectors directory");
-      continue;
-    }
-    listed.insert(rel);
-    std::error_code ec;
-    if (!std::filesystem::exists(dir / rel, ec)) {
-      problems.push_back(where + ": listed file " + rel + " is missing");
-      continue;
-    }
-    const std::string actual = Sha256Hex(ReadInputFile(dir / rel, InputKind::kVectorFile));
-    if (actual != digest) problems.push_back(where + ": " + rel + " has SHA-256 " + actual + ", manifest says " + digest);
+    const std::string actual = Sha256Hex(bytes);
+    if (actual != e.digest) problems.push_back(e.where + ": " + e.rel + " has SHA-256 " + actual + ", manifest says " + e.digest);
   }
   std::vector<std::filesystem::path> suites;
   if (std::filesystem::is_directory(dir / kVectorsDir)) {
@@ -193,7 +185,11 @@ bool VerifyAll(const std::filesystem::path& dir, std::ostream& log, std::ostream
     ++recomputed;
     json doc;
     try {
-      doc = ParseJson(ReadInputFile(path, InputKind::kVectorFile), rel);  // §ERR.5 a repeated key is refused
+      // An unlisted file was reported above; it is read like a listed one
+      // (inside the directory, a regular file, never blocking: §VEC.9).
+      const ManifestEntry unlisted{"", rel, (dir / rel).string()};
+      const auto it = entry_of.find(rel);
+      doc = ParseJson(ReadListedFile(dir, it != entry_of.end() ? *it->second : unlisted), rel);  // §ERR.5, §ERR.6
     } catch (const Error& e) {
       problems.push_back(e.what());
       continue;

@@ -10,7 +10,10 @@
 // A row's `fileSizeLimitBytes` makes every write of the command past that size
 // fail with EFBIG (RLIMIT_FSIZE, SIGXFSZ ignored), as on a full disk. The
 // expected strings are written from the rule each row documents, not copied
-// from the implementation's output.
+// from the implementation's output. A file's text (and a replace/append edit)
+// may hold "{deep:N}": N '[' then N ']', JSON nested N deep (§ERR.6) without
+// megabytes of brackets in the catalogue; a file may be a FIFO ("fifo": true)
+// or a symbolic link ("symlink": target), for the special files of §VEC.9.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -18,7 +21,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -98,12 +103,43 @@ std::string Expand(const std::string& s) {
   return out;
 }
 
+// "{deep:N}" -> N '[' then N ']' (§ERR.6 rows: a document nested N deep).
+std::string Deep(const std::string& s) {
+  static const std::string kOpen = "{deep:";
+  std::string out;
+  size_t at = 0;
+  for (size_t hit; (hit = s.find(kOpen, at)) != std::string::npos;) {
+    const size_t close = s.find('}', hit);
+    if (close == std::string::npos) throw std::runtime_error("{deep:N} without its '}'");
+    const size_t n = std::stoul(s.substr(hit + kOpen.size(), close - hit - kOpen.size()));
+    out += s.substr(at, hit - at);
+    out += std::string(n, '[');
+    out += std::string(n, ']');
+    at = close + 1;
+  }
+  return out + s.substr(at);
+}
+
+// Every test of the groups of `type` loses `keys` (a vectors directory whose
+// tests say nothing, §CONF.4); the file keeps its key order (§CONF.1).
+std::string EraseTestKeys(const std::string& bytes, const json& spec) {
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(bytes);
+  for (auto& group : doc["testGroups"]) {
+    if (group["type"] != spec["type"]) continue;
+    for (auto& t : group["tests"]) {
+      for (const json& k : spec["keys"]) t.erase(k.get<std::string>());
+    }
+  }
+  return doc.dump(1) + "\n";
+}
+
 // Byte-level edits shared by copied files and files inside copied directories.
 std::string Edit(std::string bytes, const json& spec) {
   if (spec.contains("patch")) bytes = json::parse(bytes).patch(spec["patch"]).dump(1) + "\n";
+  if (spec.contains("eraseTestKeys")) bytes = EraseTestKeys(bytes, spec["eraseTestKeys"]);
   if (spec.contains("replace")) {
     for (const json& pair : spec["replace"]) {
-      const std::string from = pair[0], to = pair[1];
+      const std::string from = pair[0], to = Deep(pair[1]);
       const size_t at = bytes.find(from);
       if (at == std::string::npos) throw std::runtime_error("replace: '" + from + "' not found");
       bytes.replace(at, from.size(), to);
@@ -114,7 +150,7 @@ std::string Edit(std::string bytes, const json& spec) {
     bytes.at(at) = static_cast<char>(bytes.at(at) ^ 0x01);
   }
   if (spec.contains("truncate")) bytes.resize(spec["truncate"].get<size_t>());
-  if (spec.contains("append")) bytes += spec["append"].get<std::string>();
+  if (spec.contains("append")) bytes += Deep(spec["append"].get<std::string>());
   return bytes;
 }
 
@@ -136,7 +172,13 @@ void WriteSafetensors(const fs::path& p, const json& spec) {
 void Materialize(const fs::path& dir, const std::string& name, const json& spec) {
   const fs::path p = dir / name;
   if (spec.contains("text")) {
-    Spit(p, spec["text"].get<std::string>());
+    Spit(p, Deep(spec["text"].get<std::string>()));
+  } else if (spec.value("fifo", false)) {
+    fs::create_directories(p.parent_path());
+    if (mkfifo(p.c_str(), 0644) != 0) throw std::runtime_error("mkfifo " + p.string() + ": " + std::strerror(errno));
+  } else if (spec.contains("symlink")) {
+    fs::create_directories(p.parent_path());
+    fs::create_symlink(spec["symlink"].get<std::string>(), p);
   } else if (spec.contains("json")) {
     Spit(p, spec["json"].dump(1) + "\n");
   } else if (spec.contains("repeat")) {

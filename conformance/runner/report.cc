@@ -70,14 +70,19 @@ std::string Indented(const std::string& text, const std::string& indent) {
 
 }  // namespace
 
+std::string Verdict::VectorsLine() const { return "vectors: " + vectors_kind + " (manifest sha256 " + manifest_sha256 + ")"; }
+
 std::string Verdict::Line() const {
+  // §VEC.13 The verdict says what it was judged against: an OK on a modified
+  // vectors directory is not an OK on the released vectors.
+  const std::string against = vectors_kind.empty() ? "" : " (vectors: " + vectors_kind + ")";
   std::string counts = CountsText(total);
   // §CONF.4 the verdict names how many tests showed computed outputs: a
   // trivial pass (an empty sequence) is counted as passed but not as tested.
   counts += " (" + std::to_string(tested) + " non-trivial valid test(s) matched";
   if (trivial > 0) counts += ", " + std::to_string(trivial) + " trivial not counted";
   counts += ")";
-  if (Ok()) return "conformance: OK: " + counts;
+  if (Ok()) return "conformance: OK: " + counts + against;
   std::string why;
   for (const std::string& p : problems) why += "; " + p;
   for (const auto& [suite, list] : suite_problems) {
@@ -87,7 +92,7 @@ std::string Verdict::Line() const {
     why += "; " + std::to_string(it->second.failed) + " contract check(s) failed";
   }
   if (strict_stale && total.stale > 0) why += "; stale expected failures (--strict-stale)";
-  return "conformance: FAILED: " + counts + why;
+  return "conformance: FAILED: " + counts + why + against;
 }
 
 void PrintSummary(const std::vector<TestResult>& results, const Verdict& verdict,
@@ -118,6 +123,7 @@ void PrintSummary(const std::vector<TestResult>& results, const Verdict& verdict
   }
   for (const std::string& line : verdict.random_lines) out << line << "\n";
   for (const std::string& p : verdict.problems) out << "FAILED: " << p << "\n";
+  if (!verdict.vectors_kind.empty()) out << verdict.VectorsLine() << "\n";
   out << verdict.Line() << "\n";
 }
 
@@ -133,7 +139,12 @@ std::string JsonReport(const json& hello, const std::vector<TestResult>& results
             {"trivial", verdict.trivial},
             {"problems", verdict.problems},
             {"suiteProblems", verdict.suite_problems},
-            {"diagnoses", verdict.diagnoses}};
+            {"diagnoses", verdict.diagnoses},
+            // §VEC.13
+            {"vectors", {{"released", verdict.vectors_released},
+                         {"kind", verdict.vectors_kind},
+                         {"manifestSha256", verdict.manifest_sha256},
+                         {"line", verdict.VectorsLine()}}}};
   json suites = json::object();
   for (const auto& [suite, c] : verdict.suites) {
     suites[suite] = {{"passed", c.passed}, {"failed", c.failed}, {"skipped", c.skipped}, {"expectedFail", c.expected_fail},

@@ -51,8 +51,15 @@ struct Verdict {
   // §CONF.7 the random phase: summary lines, and its --report-json object.
   std::vector<std::string> random_lines;
   nlohmann::ordered_json random;
+  // §VEC.13 The vectors judged against: "released set 0.1.0" or "modified,
+  // not a released set", and the SHA-256 of their MANIFEST.sha256.
+  std::string vectors_kind;
+  std::string manifest_sha256;
+  bool vectors_released = false;
+  std::string VectorsLine() const;  // "vectors: <kind> (manifest sha256 <hex>)"
   bool Ok() const;
-  std::string Line() const;  // "conformance: OK: ..." or "conformance: FAILED: ..."
+  // "conformance: OK: ..." or "conformance: FAILED: ...", ending "(vectors: <kind>)".
+  std::string Line() const;
 };
 
 // Prints the per-suite summary (counts, the first failures with their

@@ -27,8 +27,11 @@
 #include "reference/bad_inputs.h"
 #include "reference/contract.h"
 #include "reference/token_map.h"
+#include "vectors/compare.h"
 #include "vectors/generator.h"
+#include "vectors/manifest.h"
 #include "vectors/random.h"
+#include "vectors/schema_check.h"
 
 namespace engram::conform {
 namespace {
@@ -76,6 +79,10 @@ struct Vectors {
   // numbered 1, 2, ... in file order over all suites (whatever --suite
   // selects), so that "contract:N" in an expected-failures file is stable.
   std::map<std::string, int64_t> contract_ids;  // ContractKey(...).dump() -> id
+  // §VEC.13 The SHA-256 of MANIFEST.sha256, and the spec version of the
+  // released set it is (nothing: a modified or foreign directory).
+  std::string manifest_sha256;
+  std::optional<std::string> released;
   std::set<std::string> Names() const {
     std::set<std::string> out;
     for (const SuiteFile& s : suites) out.insert(s.name);
@@ -141,44 +148,71 @@ void CheckVectorShape(const std::string& rel, const json& doc) {
   }
 }
 
-// §CONF.4 The vectors the run may use: every file MANIFEST.sha256 lists has
-// its digest, every suite file is listed, every suite file is JSON of the
-// spec version this runner implements (§VEC.11). Each file is read once, and
-// the bytes checked are the bytes parsed. Throws engram::Error.
-Vectors LoadVectors(const fs::path& dir) {
-  const std::string manifest = ReadInputFile(dir / "MANIFEST.sha256", InputKind::kManifest);
-  std::vector<std::string> problems;
-  std::map<std::string, std::string> suite_bytes;  // v1/<name>.json -> bytes
-  std::set<std::string> listed;
-  std::istringstream lines(manifest);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.size() < 67 || line.compare(64, 2, "  ") != 0) {
-      problems.push_back("malformed manifest line: " + Short(json(line)));
-      continue;
+// §CONF.4 A valid test whose expected outputs are gone (deleted keys, the
+// manifest re-signed) would pass any answer, `{"outputs": {}}` included: every
+// valid test must expect at least one output besides the optional
+// `intermediate` (§CONF.6), whatever its schema says. Throws engram::Error
+// naming file, test and tcId.
+void CheckExpectedOutputs(const std::string& rel, const json& doc) {
+  if (fs::path(rel).stem() == "accumulated") return;  // its `sha256` is checked by CheckVectorShape
+  const json& groups = doc["testGroups"];
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const std::string type = groups[gi]["type"].get<std::string>();
+    const json& tests = groups[gi]["tests"];
+    for (size_t ti = 0; ti < tests.size(); ++ti) {
+      const json& t = tests[ti];
+      if (t["result"] != "valid") continue;
+      json expected = SplitOrdered(type, t).expected;
+      expected.erase("intermediate");
+      if (expected.empty()) {
+        throw Error(rel + ": testGroups[" + std::to_string(gi) + "].tests[" + std::to_string(ti) + "] (tcId " +
+                    t["tcId"].dump() + "): a valid test without expected outputs (§CONF.4: no answer can be judged " +
+                    "against it; the outputs of type " + type + " are listed in §CONF.6)");
+      }
     }
-    const std::string rel = line.substr(66);
+  }
+}
+
+// §CONF.4 The vectors the run may use: every file MANIFEST.sha256 lists has
+// its digest and lies in the directory as a regular file (§VEC.9, read by the
+// function `vectors verify` uses), every suite and schema file is listed,
+// every suite file is JSON of the spec version this runner implements
+// (§VEC.11). Each file is read once, and the bytes checked are the bytes
+// parsed. Throws engram::Error.
+Vectors LoadVectors(const fs::path& dir) {
+  const vectors::Manifest manifest = vectors::ReadManifest(dir);
+  std::vector<std::string> problems = manifest.problems;
+  std::map<std::string, std::string> suite_bytes;   // v1/<name>.json -> bytes
+  std::map<std::string, std::string> schema_bytes;  // <name>.schema.json -> bytes
+  std::set<std::string> listed;
+  for (const vectors::ManifestEntry& entry : manifest.entries) {
+    const std::string& rel = entry.rel;
     listed.insert(rel);
     std::string bytes;
     try {
-      bytes = ReadInputFile(dir / rel, InputKind::kVectorFile);
+      bytes = vectors::ReadListedFile(dir, entry);
     } catch (const Error& e) {
       problems.push_back(e.what());
       continue;
     }
-    if (Sha256Hex(bytes) != line.substr(0, 64)) {
+    if (Sha256Hex(bytes) != entry.digest) {
       problems.push_back(rel + " does not match MANIFEST.sha256");
       continue;
     }
     const fs::path p(rel);
     if (p.parent_path() == vectors::kVectorsDir && p.extension() == ".json") suite_bytes[rel] = std::move(bytes);
+    if (p.parent_path() == "schema" && p.extension() == ".json") schema_bytes[p.filename().string()] = std::move(bytes);
   }
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir / vectors::kVectorsDir, ec)) {
-    const std::string rel = std::string(vectors::kVectorsDir) + "/" + e.path().filename().string();
-    if (e.path().extension() == ".json" && listed.count(rel) == 0) problems.push_back(rel + " is not listed in MANIFEST.sha256");
+  for (const char* sub : {vectors::kVectorsDir, "schema"}) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir / sub, ec)) {
+      const std::string rel = std::string(sub) + "/" + e.path().filename().string();
+      if (e.path().extension() == ".json" && listed.count(rel) == 0) problems.push_back(rel + " is not listed in MANIFEST.sha256");
+    }
+    if (ec && !(std::string(sub) == "schema" && ec == std::errc::no_such_file_or_directory)) {
+      problems.push_back((dir / sub).string() + ": " + ec.message());
+    }
   }
-  if (ec) problems.push_back((dir / vectors::kVectorsDir).string() + ": " + ec.message());
   if (!problems.empty()) {
     std::string all;
     for (const std::string& p : problems) all += p + "\nengram conform: ";
@@ -197,6 +231,18 @@ Vectors LoadVectors(const fs::path& dir) {
     CheckVectorShape(rel, doc);
     out.suites.push_back({fs::path(rel).stem().string(), std::move(doc)});
   }
+  // §VEC.13 A released set is named as one; anything else is "modified".
+  out.manifest_sha256 = manifest.sha256;
+  out.released = vectors::ReleasedSet(manifest.sha256);
+  // §CONF.4 Every vector file against its JSON Schema, from this directory's
+  // schema/ (listed and digest-checked above): a directory re-signed after its
+  // expected outputs were deleted must not judge anything. Released sets too:
+  // the check costs about 0.25 s of CPU for the whole directory (one thread
+  // per file), and a run then never rests on a list being right.
+  std::vector<vectors::SchemaCheckFile> files;
+  for (const SuiteFile& f : out.suites) files.push_back({std::string(vectors::kVectorsDir) + "/" + f.name + ".json", &f.doc});
+  vectors::ValidateAgainstSchemas(files, schema_bytes);
+  for (const SuiteFile& f : out.suites) CheckExpectedOutputs(std::string(vectors::kVectorsDir) + "/" + f.name + ".json", f.doc);
   for (const SuiteFile& file : out.suites) {
     for (const json& group : file.doc["testGroups"]) {
       if (!group.contains("layers")) continue;
@@ -755,6 +801,10 @@ int RunConformance(const Options& options, std::ostream& out) {
   peer.Bye();
 
   Verdict verdict = Decide(run, random);
+  // §VEC.13 What the tests were judged against.
+  verdict.vectors_released = run.vectors.released.has_value();
+  verdict.vectors_kind = verdict.vectors_released ? "released set " + *run.vectors.released : "modified, not a released set";
+  verdict.manifest_sha256 = run.vectors.manifest_sha256;
   AddRandom(options, random, verdict);
   WriteReports(options, hello, run.results, verdict);
   PrintSummary(run.results, verdict, options.expect_fail, out);

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -24,6 +25,10 @@
 #include "conformance/runner/conform_test_util.h"
 #include "conformance/runner/process.h"
 #include "conformance/runner/runner.h"
+#include "base/error.h"
+#include "base/sha256.h"
+#include "vectors/generator.h"
+#include "vectors/manifest.h"
 
 namespace {
 
@@ -854,6 +859,74 @@ TEST(Conform, RefusesVectorsThatFailTheirManifest) {
   Result r = Conform("--vectors " + copy.string() + " --lib " + ENGRAM_PLUGIN);
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_THAT(r.out, HasSubstr("v1/layout.json does not match MANIFEST.sha256"));
+}
+
+// §VEC.13 The committed vectors are a released set: when they are regenerated
+// and vectors/RELEASED does not list the new manifest, this fails (and
+// `engram conform` would call the project's own vectors "modified").
+TEST(Released, CommittedManifestIsAReleasedSet) {
+  const std::string digest = engram::Sha256Hex(Slurp(kVectors + "/MANIFEST.sha256"));
+  const std::optional<std::string> version = engram::vectors::ReleasedSet(digest);
+  ASSERT_TRUE(version.has_value()) << "vectors/MANIFEST.sha256 has SHA-256 " << digest
+                                   << ", which vectors/RELEASED does not list: add the line '" << digest << "  "
+                                   << engram::vectors::kSpecVersion << "' (and re-run cmake)";
+  EXPECT_EQ(*version, engram::vectors::kSpecVersion);
+}
+
+// §VEC.13 What the tool carries is vectors/RELEASED as committed (the list is
+// compiled in; a build that missed an edit of the file would disagree).
+TEST(Released, TheCompiledListIsVectorsReleased) {
+  std::istringstream lines(Slurp(fs::path(ENGRAM_SOURCE_DIR) / "vectors/RELEASED"));
+  std::vector<std::pair<std::string, std::string>> listed;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    ASSERT_EQ(line.size(), 64u + 2u + std::string(engram::vectors::kSpecVersion).size()) << line;
+    listed.emplace_back(line.substr(0, 64), line.substr(66));
+  }
+  EXPECT_EQ(listed, engram::vectors::ReleasedSets());
+}
+
+// §VEC.9 A manifest line with an absolute path (the file exists, its digest
+// is right) is refused by the function conform and verify share, and by both
+// commands; so is a relative path through a symbolic link to that file.
+TEST(Manifest, AbsoluteAndEscapingPathsAreRefusedByConformAndVerify) {
+  const fs::path outside = Dir() / "outside.txt";
+  std::ofstream(outside) << "not a vector\n";
+  const std::string digest = engram::Sha256Hex(Slurp(outside));
+  for (const bool absolute : {true, false}) {
+    const fs::path copy = Dir() / (absolute ? "vectors_abs" : "vectors_link");
+    fs::remove_all(copy);
+    fs::copy(kVectors, copy, fs::copy_options::recursive);
+    std::string listed = outside.string();
+    if (!absolute) {
+      fs::create_symlink(outside, copy / "escape.txt");
+      listed = "escape.txt";
+    }
+    std::ofstream(copy / "MANIFEST.sha256", std::ios::app) << digest << "  " << listed << "\n";
+    const std::string why = absolute ? "leaves the vectors directory" : "resolves outside the vectors directory";
+    const engram::vectors::Manifest m = engram::vectors::ReadManifest(copy);
+    if (absolute) {
+      ASSERT_EQ(m.problems.size(), 1u);
+      EXPECT_THAT(m.problems[0], HasSubstr("'" + listed + "' " + why));
+    } else {
+      ASSERT_TRUE(m.problems.empty());
+      std::string error;
+      try {
+        engram::vectors::ReadListedFile(copy, m.entries.back());
+      } catch (const engram::Error& e) {
+        error = e.what();
+      }
+      EXPECT_THAT(error, HasSubstr("'escape.txt' " + why));
+    }
+    const Result conform = Conform("--vectors " + copy.string() + " --lib " + ENGRAM_PLUGIN + " --suite layout");
+    EXPECT_EQ(conform.exit_code, 2) << conform.out;
+    EXPECT_THAT(conform.out, HasSubstr(why));
+    const fs::path out = Dir() / "verify.txt";
+    const int status = std::system((std::string(ENGRAM_CLI) + " vectors verify " + copy.string() + " --suite layout >" +
+                                    out.string() + " 2>&1").c_str());
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << Slurp(out);
+    EXPECT_THAT(Slurp(out), HasSubstr(why));
+  }
 }
 
 TEST(ConformSplit, InputsBeforeResultOutputsAfter) {

@@ -1,0 +1,52 @@
+// spec/vectors.md §VEC.9 — reading a vectors directory's MANIFEST.sha256 and
+// the files it lists; §VEC.13 — which manifests are released sets. Shared by
+// `engram conform` (conformance/runner/runner.cc) and `engram vectors verify`
+// (vectors/verify.cc), so that both refuse the same paths and files.
+#ifndef ENGRAM_VECTORS_MANIFEST_H_
+#define ENGRAM_VECTORS_MANIFEST_H_
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace engram::vectors {
+
+/// §VEC.9 One well-formed line: `<64 hex digits>  <path>`.
+struct ManifestEntry {
+  std::string digest;  ///< as written (compared with Sha256Hex of the file)
+  std::string rel;     ///< the path relative to the directory
+  std::string where;   ///< "<dir>/MANIFEST.sha256:<line>", for messages
+};
+
+struct Manifest {
+  std::string sha256;                  ///< of the manifest's bytes (§VEC.13)
+  std::vector<ManifestEntry> entries;  ///< the lines whose form and path are acceptable
+  std::vector<std::string> problems;   ///< malformed lines and paths that leave the directory
+};
+
+/// §VEC.9 Reads `dir`/MANIFEST.sha256 (a regular file within the §ERR.4
+/// manifest limit; throws engram::Error when it cannot be read) and parses its
+/// lines. A line that is malformed, or whose path is empty, absolute or has a
+/// `..` component ("leaves the vectors directory"), is a problem, not an entry.
+Manifest ReadManifest(const std::filesystem::path& dir);
+
+/// §VEC.9 Reads the file `entry` lists, within the §ERR.4 vector-file limit.
+/// Throws engram::Error, prefixed with entry.where and naming the path, when it
+/// is missing, resolves outside `dir` (a symbolic link), or is not a regular
+/// file (a FIFO is refused before it is opened, and opened non-blocking, so
+/// that nothing a manifest names can block the reader).
+std::string ReadListedFile(const std::filesystem::path& dir, const ManifestEntry& entry);
+
+/// §VEC.13 The spec version of the released vector set whose MANIFEST.sha256
+/// has this SHA-256 (vectors/RELEASED, compiled in), or nothing for a modified
+/// or foreign directory.
+std::optional<std::string> ReleasedSet(const std::string& manifest_sha256);
+
+/// §VEC.13 Every released set: (manifest sha256, spec version), in the order
+/// of vectors/RELEASED.
+const std::vector<std::pair<std::string, std::string>>& ReleasedSets();
+
+}  // namespace engram::vectors
+
+#endif  // ENGRAM_VECTORS_MANIFEST_H_
