@@ -45,7 +45,7 @@ def main():
 
     out = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0), "hash": [], "lookup": []}
 
-    # V4.1-Flash layout: multipliers and primes as published (ENGRAM.md §3-§4);
+    # V4.1-Flash layout: multipliers and primes of spec/random.md §RNG.4 and spec/layout.md §LAY.4;
     # the primes are the 24 consecutive primes of each layer, found here by trial division.
     def primes_after(start, count, seen):
         ps, c = [], start

@@ -293,7 +293,7 @@ EngramConfig LoadConfig(const std::filesystem::path& path, std::optional<Profile
 }
 
 EngramConfig V41FlashConfig() {
-  // The inference config.json of DeepSeek-V4.1-Flash (../shared/ENGRAM.md §1).
+  // The inference config.json of DeepSeek-V4.1-Flash (spec/sources.md [SRC-V41-CONFIG]).
   nlohmann::json doc = {
       {"engram_layer_ids", {1, 14}},
       {"engram_vocab_size", 16000000},

@@ -1,7 +1,7 @@
 // Tests for spec/config.md (§CFG.1-§CFG.5).
 //
-// Expected values are the published configuration figures (shared/ENGRAM.md
-// §1, spec/config.md §CFG.2-§CFG.3 tables) and the refusal contract of §CFG.4:
+// Expected values are the published configuration figures (spec/sources.md
+// [SRC-V41-CONFIG], [SRC-DEMO], spec/config.md §CFG.2-§CFG.3 tables) and the refusal contract of §CFG.4:
 // every message names the source, the key and the offending value.
 #include "reference/config.h"
 

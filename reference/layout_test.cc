@@ -3,7 +3,7 @@
 // Expected values come from outside the code under test: a trial-division
 // primality oracle written here, published number-theory facts (Mersenne and
 // largest 64-bit primes, Carmichael numbers, strong pseudoprimes), the
-// published DeepSeek-V4.1 figures (shared/ENGRAM.md §3-§4), or laws.
+// published DeepSeek-V4.1 figures (spec/sources.md [SRC-V41-CONFIG]), or laws.
 #include "reference/layout.h"
 
 #include <gmock/gmock.h>
@@ -83,7 +83,7 @@ TEST(IsPrime, Known64BitPrimes_LAY1) {
       2305843009213693951ULL,         // 2^61 - 1 (Mersenne)
       9223372036854775783ULL,         // 2^63 - 25, largest prime < 2^63
       18446744073709551557ULL,        // 2^64 - 59, largest prime < 2^64
-      16000057, 16000463, 16000477, 16000889,  // published V4.1 layout primes (ENGRAM.md §4)
+      16000057, 16000463, 16000477, 16000889,  // V4.1 layout primes (spec/layout.md §LAY.4 example)
   };
   for (uint64_t p : primes) EXPECT_TRUE(IsPrime(p)) << p;
 }
@@ -161,7 +161,7 @@ RC_GTEST_PROP(FindNextPrime, MatchesOracleWithRandomSeen_LAY2, ()) {
 }
 
 // ---------------------------------------------------------------------------
-// The shipped V4.1 layout (§LAY.2-§LAY.4, ENGRAM.md §3-§4)
+// The shipped V4.1 layout (§LAY.2-§LAY.4, spec/sources.md [SRC-V41-CONFIG])
 // ---------------------------------------------------------------------------
 
 std::vector<int64_t> Flatten(const LayerLayout& l) {
@@ -205,7 +205,7 @@ TEST(BuildLayout, ShippedV41PublishedPrimesAndSums_LAY4) {
     c = OracleNextPrime(c, {});
     EXPECT_EQ(all[i], static_cast<int64_t>(c)) << "prime #" << i;
   }
-  // Published multipliers (ENGRAM.md §3).
+  // V4.1 multipliers (spec/random.md §RNG.4 example, numpy-checked).
   EXPECT_EQ(l1.multipliers, (std::vector<int64_t>{76632096046245, 4839876093313, 35959672319349, 73987337458391}));
   EXPECT_EQ(l14.multipliers, (std::vector<int64_t>{67716810739261, 51510806800915, 30921347202721, 82619226485591}));
 }

@@ -36,7 +36,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-// Real V4.1 figures (ENGRAM.md §1, §6): rows of layer 1's table, row width.
+// Real V4.1 figures (spec/sources.md [SRC-V41-CONFIG]): rows of layer 1's table, row width.
 constexpr int64_t kV41Rows = 384006168;
 constexpr int64_t kHeadDim = 256;
 

@@ -97,7 +97,7 @@ TEST(TokenMapDecode, TokenBytesAndLossyUtf8) {
 }
 
 TEST(TokenMapNormalize, HuggingFaceOutputs) {
-  // Each pair: input -> HF tokenizers 0.23.3 normalizers.Sequence of ENGRAM.md §2 normalize_str.
+  // Each pair: input -> HF tokenizers 0.23.3 normalizers.Sequence of spec/sources.md [SRC-V41], normalize_str.
   const std::pair<std::string, std::string> cases[] = {
       {"\xCE\xA3\xCE\x91\xCE\xA3", "\xCF\x83\xCE\xB1\xCF\x83"},  // ΣΑΣ -> σασ (no final ς)
       {"\xC4\xB0", "i"},                                          // İ -> I + U+0307 (NFD) -> I -> i

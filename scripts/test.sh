@@ -27,6 +27,7 @@ if [ -n "$quick" ]; then
   "$py" scripts/lint_vectors.py vectors >/dev/null
   "$py" scripts/check_layers.py --check
   "$py" scripts/spec_index.py --check
+  "$py" scripts/check_sources.py  # no citation of the off-repository facts sheet; spec/sources.md ids exist
   "$py" scripts/bad_inputs_table.py --check
   "$py" scripts/porting_doc.py --check
   "$py" scripts/docs_inline.py --check
@@ -77,6 +78,7 @@ cmake --build --preset release --target docs
 "$py" scripts/check_docs_offline.py build/release/docs/html-out/html  # no external fetch; MathJax local
 "$py" scripts/check_links.py
 "$py" scripts/spec_index.py --check  # spec/README.md rule index is current
+"$py" scripts/check_sources.py  # every fact cites spec/sources.md, never the off-repository facts sheet
 "$py" scripts/bad_inputs_table.py --check  # spec/bad_inputs.md catalogue table is current
 "$py" scripts/porting_doc.py --check  # docs/porting.md and spec §CONF.6 match the vectors and schemas
 # ... and the requests and passing answers they document are the real runner's: every test passes

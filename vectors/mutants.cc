@@ -87,7 +87,7 @@ std::vector<int64_t> MutantRows(Mutant m, const Layout& layout, const std::vecto
 }
 
 // ---------------------------------------------------------------------------
-// Storage: the E8M0 bit-shift decode (ENGRAM.md §8, spec/storage.md §STO.2).
+// Storage: the E8M0 bit-shift decode (spec/vectors.md §VEC.12, spec/storage.md §STO.2).
 
 double MutantE8M0(Mutant m, uint8_t scale) {
   if (m != Mutant::kE8M0BitShift) return DecodeE8M0(scale);
@@ -111,7 +111,8 @@ std::vector<uint16_t> MutantDecodeRow(Mutant m, std::span<const uint8_t> codes, 
 }
 
 // ---------------------------------------------------------------------------
-// Fusion: torch.sign() in the v4.1 gate (ENGRAM.md §8, spec/fusion.md §FUS.4).
+// Fusion: torch.sign() in the v4.1 gate (the demo's sign(), spec/sources.md [SRC-DEMO];
+// spec/vectors.md §VEC.12, spec/fusion.md §FUS.4).
 
 GateParts MutantGateV41(Mutant m, double dot, Precision p) {
   if (m != Mutant::kSignGate) return GateV41(dot, p);
@@ -141,8 +142,8 @@ V41StreamTrace MutantFuseV41Stream(Mutant m, const V41StreamTrace& ref, std::spa
 }
 
 // ---------------------------------------------------------------------------
-// Token map: decode through the transformers Python wrapper (ENGRAM.md §8,
-// spec/token_map.md §TOK.2).
+// Token map: decode through the transformers Python wrapper (spec/sources.md
+// [SRC-DEMO], [SRC-HF-TRANSFORMERS]; spec/token_map.md §TOK.2).
 
 std::string CleanUpTokenizationSpaces(std::string text) {
   // transformers' PreTrainedTokenizerBase.clean_up_tokenization, in its order;

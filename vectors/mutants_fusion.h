@@ -1,5 +1,5 @@
-// Known porting bugs of the fusion suites, implemented on purpose (ENGRAM.md
-// §8, spec/fusion.md, the divergence catalogue of spec/vectors.md §VEC.12).
+// Known porting bugs of the fusion suites, implemented on purpose (spec/fusion.md,
+// the divergence catalogue of spec/vectors.md §VEC.12, its ports in spec/sources.md).
 //
 // Each mutant is the reference (reference/fusion.h) with one bug. The
 // generator runs it on every fusion test and sets the mutant's flag iff the

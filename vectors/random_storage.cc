@@ -23,7 +23,7 @@
 namespace engram::vectors {
 namespace {
 
-constexpr int64_t kV41Rows = 384006168;  // layer 1 of DeepSeek-V4.1-Flash (ENGRAM.md §1)
+constexpr int64_t kV41Rows = 384006168;  // layer 1 of DeepSeek-V4.1-Flash (spec/sources.md [SRC-V41-CONFIG])
 const int kFixedWorlds[] = {1, 2, 3, 4, 7, 8, 16, 64};
 
 // One draw per statement (the order of two draws in one expression is unspecified in C++).

@@ -19,7 +19,7 @@
 namespace engram::vectors {
 namespace {
 
-constexpr int64_t kRows = 384006168;  // layer 1 of DeepSeek-V4.1-Flash (ENGRAM.md §1)
+constexpr int64_t kRows = 384006168;  // layer 1 of DeepSeek-V4.1-Flash (spec/sources.md [SRC-V41-CONFIG])
 constexpr int64_t kHeadDim = 256;
 constexpr uint64_t kSeed = 20260401;  // the synthetic tables of these suites
 const int kWorlds[] = {1, 2, 3, 4, 7, 8, 16, 64};

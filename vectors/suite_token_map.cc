@@ -70,7 +70,7 @@ std::string B(std::string_view bytes) { return ByteLevelToken(bytes); }
 using Added = AddedToken;
 
 // ---------------------------------------------------------------------------
-// Known divergences (ENGRAM.md §8), each computed from the texts so that the
+// Known divergences (spec/vectors.md §VEC.12), each computed from the texts so that the
 // flag is set exactly where such a port's map differs.
 
 // A normalizer without the U+E000 sentinel steps (§TOK.3 steps 6 and 8):
@@ -275,7 +275,7 @@ ojson GenerateTokenMap() {
   b.Note("WrongTokenizerRevision", "EDGE_CASE",
          "Revision B of the previous group's tokenizer: two tokens trade ids, so the number of tokens and of "
          "compressed ids are those of revision A but the map and its sha256 differ: only the digest of the whole map, "
-         "not its size, tells a map built from the wrong revision apart (ENGRAM.md §8).",
+         "not its size, tells a map built from the wrong revision apart (§TOK.6).",
          "§TOK.6");
   b.Note("SizeMismatch", "INVALID_INPUT",
          "v4.1: a map whose size is not engram_compressed_vocab_size must be refused.", "§TOK.4");

@@ -861,7 +861,7 @@ TEST(CliExplain, JsonAgreesWithHashAndThePublishedLayout) {
   ASSERT_EQ(e.exit_code, 0) << e.err;
   json d = json::parse(e.out);
   EXPECT_EQ(d["layers"][0]["multipliers"],
-            json({76632096046245LL, 4839876093313LL, 35959672319349LL, 73987337458391LL}));  // ENGRAM.md §3
+            json({76632096046245LL, 4839876093313LL, 35959672319349LL, 73987337458391LL}));  // spec/random.md §RNG.4
   EXPECT_EQ(d["layers"][1]["num_embeddings"], 384016682);
   ASSERT_EQ(d["positions"].size(), 4u);
   Result h = RunCli("hash --config " + kV41 + " --compressed-vocab-size 99092 --ids=5,7,-1,9");
@@ -895,7 +895,7 @@ TEST(CliExplain, TableHasEveryPositionAndColumn) {
   EXPECT_THAT(e.out, HasSubstr("position 1"));
   EXPECT_EQ(e.out.find("position 0"), std::string::npos);  // only the positions asked for in detail
   // 24 column lines per layer: the last column of each layer is order 4, head 7 with its prime.
-  EXPECT_THAT(e.out, HasSubstr("  23  4     7    16000463"));  // layer 1's last prime (ENGRAM.md §4)
+  EXPECT_THAT(e.out, HasSubstr("  23  4     7    16000463"));  // layer 1's last prime (spec/layout.md §LAY.4)
   EXPECT_THAT(e.out, HasSubstr("  23  4     7    16000889"));  // layer 14's last prime
 }
 
@@ -943,7 +943,7 @@ uint64_t ProductMod64(int64_t tok, int64_t m) {  // §HASH.3 in 128-bit arithmet
   return static_cast<uint64_t>(((p % mod) + mod) % mod);
 }
 
-double E4M3Value(uint8_t c) {  // ENGRAM.md §6: normal (8+m)·2^(e−10), subnormal m·2^−9 (no NaN here)
+double E4M3Value(uint8_t c) {  // §STO.1: normal (8+m)·2^(e−10), subnormal m·2^−9 (no NaN here)
   const int e = (c >> 3) & 0xF, m = c & 7;
   const double v = e ? std::ldexp(8 + m, e - 10) : std::ldexp(m, -9);
   return (c & 0x80) ? -v : v;
@@ -962,7 +962,7 @@ TEST(CliExplain, ProductsBasesRowBytesAndGateStepsForTheFigures) {
   ASSERT_EQ(e.exit_code, 0) << e.err;
   json d = json::parse(e.out);
   EXPECT_EQ(d["bases"], json({16000000, 16000000, 16000000}));  // engram_vocab_size, one per order 2..4
-  // Layer 1's published multipliers (ENGRAM.md §3).
+  // Layer 1's multipliers (spec/random.md §RNG.4 example).
   const int64_t m1[4] = {76632096046245LL, 4839876093313LL, 35959672319349LL, 73987337458391LL};
   // Position 1 reads [7, 5, pad, pad]: 7·m0 and 5·m1 by hand, pad (2) in the blocked slots.
   const json& p1 = d["positions"][1]["layers"][0];

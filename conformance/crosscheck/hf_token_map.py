@@ -2,7 +2,7 @@
 """Cross-check data for spec/token_map.md (§TOK.1-§TOK.4), computed with the real Hugging Face
 `tokenizers` package (the Rust backend), NOT translated from reference/token_map.cc.
 
-The map is built the way ENGRAM.md §2 describes DeepSeek's code building it:
+The map is built the way DeepSeek's code builds it (spec/sources.md [SRC-V41]):
   for every id 0 .. len(tokenizer)-1:
     text = tokenizer.decode([id], skip_special_tokens=False)
     key  = tokenizer.id_to_token(id)            if "\\ufffd" in text

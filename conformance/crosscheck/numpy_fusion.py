@@ -2,7 +2,7 @@
 """Cross-check data for spec/fusion.md (§FUS.2-§FUS.7), computed by an independent numpy
 implementation in float64 and in float32.
 
-Written from the facts sheet (shared/ENGRAM.md §7) and the spec text in numpy's array style,
+Written from DeepSeek's code as read (spec/sources.md [SRC-V41], [SRC-DEMO]) and the spec text in numpy's array style,
 NOT translated from reference/fusion.cc. In particular the float32 mode uses numpy's own
 reductions (np.sum: pairwise summation) and numpy's float32 exp, so it is a *different*
 float32 implementation from the reference's sequential mirror: the C++ test checks that it

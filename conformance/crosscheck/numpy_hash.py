@@ -2,7 +2,7 @@
 """Cross-check data for spec/hash.md (§HASH.2-§HASH.4) and spec/layout.md (§LAY.2-§LAY.4),
 computed by an independent numpy implementation.
 
-This file is written from the facts sheet (shared/ENGRAM.md §3-§5) in the array style of the
+This file is written from DeepSeek's code as read (spec/sources.md [SRC-V41], [SRC-DEMO]) in the array style of the
 published Python programs, NOT translated from reference/hash.cc:
   * multipliers: np.random.default_rng(seed + 10007 * layer_id).integers(0, bound,
     size=max_ngram, dtype=np.int64) * 2 + 1, bound = max(1, (INT64_MAX // V) // 2)  (§RNG.4)
@@ -44,7 +44,7 @@ INT64_MAX = 2**63 - 1
 DEAD = -1
 LAYER_STRIDE = 10007
 
-# The shipped DeepSeek-V4.1-Flash inference config.json (ENGRAM.md §1, §4).
+# The shipped DeepSeek-V4.1-Flash inference config.json (spec/sources.md [SRC-V41-CONFIG]).
 V41_FLASH = {
     "engram_layer_ids": [1, 14],
     "engram_vocab_size": 16000000,

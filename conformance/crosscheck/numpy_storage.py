@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Cross-check data for spec/storage.md (§STO.1-§STO.4), computed independently of reference/storage.cc.
 
-Written from the facts sheet (shared/ENGRAM.md §6), not translated from the C++ code.
+Written from DeepSeek's code as read (spec/sources.md [SRC-V41]) and spec/storage.md, not translated from the C++ code.
 
 FP8 decode of all 256 x 256 (E4M3fn code, E8M0 scale) pairs -> bf16 bits, three ways that must agree
 (any NaN matches any NaN; the file records NaN as 0x7FC0):

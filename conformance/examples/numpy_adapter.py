@@ -22,7 +22,7 @@ Run:  engram conform --vectors vectors --exec "python3 conformance/examples/nump
       ... --exec "python3 conformance/examples/numpy_adapter.py --claim table_lookup --unsupported FloatLookupTest"
           (a claimed suite with one test type answered "unsupported": skipped, not failed)
 
-`--bug NAME` plants a known porting bug (spec/conformance.md §CONF.4, ENGRAM.md §8) so that the runner's
+`--bug NAME` plants a known porting bug (spec/conformance.md §CONF.4, spec/vectors.md §VEC.12) so that the runner's
 flagged tests can be seen to catch it: each fails exactly the tests that carry its flag (the generator sets
 the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the outcome).
   no-dead-blocking       pad a DEAD slot but keep reading older slots (no cumulative blocking)        NoDeadBlocking

@@ -615,7 +615,7 @@ const Planted kPlanted[] = {
     {"local-as-global", "tp_shard", false, "1 ids"},
     {"keep-neg-zero", "tp_shard", false, "1 ids"},
     {"block128", "table_lookup", false, "1 ids"},
-    // The fusion suites (§FUS): the known divergences of ENGRAM.md §8, each
+    // The fusion suites (§FUS): the known divergences of spec/vectors.md §VEC.12, each
     // found by the random cases of a suite where it changes an output.
     {"sign", "gate_v41", false, "hc 1", "sign_gate_v41"},
     {"where-negative", "gate_v41", false, "dot -0x0.0p+0"},  // §FUS.4: it differs at dot = -0 only

@@ -8,8 +8,8 @@ Everything here is computed independently of the C++ reference, the way DeepSeek
                  Hugging Face `tokenizers` package, add_special_tokens=False;
   * compression: the Hugging Face oracle build_map of conformance/crosscheck/hf_token_map.py;
   * multipliers: numpy default_rng(10007 * layer).integers(0, bound, 4, dtype=int64) * 2 + 1;
-  * primes:      sympy.nextprime from base - 1, skipping primes already used (ENGRAM.md §4);
-  * hash:        numpy int64 products, XOR, floor modulo (ENGRAM.md §5; no DEAD in plain text).
+  * primes:      sympy.nextprime from base - 1, skipping primes already used (§LAY.2, spec/sources.md [SRC-V41]);
+  * hash:        numpy int64 products, XOR, floor modulo (§HASH.3-§HASH.4; no DEAD in plain text).
 
 Per layer and column it counts the distinct n-grams (k), the buckets they occupy and the
 *colliding pairs* (pairs of distinct n-grams that share a bucket), and compares them with the

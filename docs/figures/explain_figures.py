@@ -130,7 +130,7 @@ def verify_position(doc, pos, what):
 
 
 def e4m3(code):
-    """ENGRAM.md §6 / §STO.1: normal (8+m)·2^(e−10), subnormal m·2^−9; NaN at 0x7F/0xFF."""
+    """§STO.1 (spec/sources.md [SRC-PORT-DS4]): normal (8+m)·2^(e−10), subnormal m·2^−9; NaN at 0x7F/0xFF."""
     e, m = (code >> 3) & 15, code & 7
     if code & 0x7F == 0x7F:
         return float("nan")
