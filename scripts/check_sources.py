@@ -7,9 +7,7 @@
    spec/sources.md (a `### SRC-...` heading), and every entry is cited at least once outside it.
 
 Files: those git tracks (plus untracked, not ignored ones), or, outside a git checkout, every file
-under ROOT except build/ and .git/. Generated vectors still carrying an old citation until the
-next regeneration are listed in PENDING_REGENERATION: reported, not failed; remove the entry once
-`vectors/v1` is regenerated from the fixed generator sources.
+under ROOT except build/ and .git/.
 
 Exit 1 and name file:line for every violation.
 
@@ -22,8 +20,6 @@ import sys
 
 FORBIDDEN = "ENGRAM" + ".md"  # split so that this file does not cite it
 SOURCES = "spec/sources.md"
-# Generated from vectors/suite_token_map.cc, which no longer cites the facts sheet.
-PENDING_REGENERATION = {"vectors/v1/token_map.json"}
 SRC_ID = re.compile(r"\bSRC-[A-Z0-9]+(?:-[A-Z0-9]+)*\b")
 ENTRY = re.compile(r"^###\s+(SRC-[A-Z0-9-]+)\s*$", re.M)
 
@@ -44,7 +40,7 @@ def files(root):
 
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
-    errors, pending, cited = [], [], {}
+    errors, cited = [], {}
     with open(os.path.join(root, SOURCES), encoding="utf-8") as f:
         sources_text = f.read()
     entries = ENTRY.findall(sources_text)
@@ -67,7 +63,7 @@ def main():
         text = data.decode("utf-8", "replace")
         for i, line in enumerate(text.splitlines(), 1):
             if FORBIDDEN in line:
-                (pending if rel in PENDING_REGENERATION else errors).append(
+                errors.append(
                     f"{rel}:{i}: cites {FORBIDDEN}; cite an entry of {SOURCES} instead")
             for m in SRC_ID.finditer(line):
                 cited.setdefault(m.group(0), f"{rel}:{i}")
@@ -77,8 +73,6 @@ def main():
     for sid in entries:
         if sid not in cited and not re.search(r"\(#" + sid.lower() + r"\)", sources_text):
             errors.append(f"{SOURCES}: entry {sid} is cited nowhere")
-    for p in pending:
-        print(f"pending regeneration (not failed): {p}")
     for e in errors:
         print(e, file=sys.stderr)
     if errors:

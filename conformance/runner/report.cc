@@ -76,7 +76,9 @@ std::string Verdict::Line() const {
   // §VEC.13 The verdict says what it was judged against: an OK on a modified
   // vectors directory is not an OK on the released vectors.
   const std::string against = vectors_kind.empty() ? "" : " (vectors: " + vectors_kind + ")";
-  std::string counts = CountsText(total);
+  Counts shown = total;
+  shown.trivial = 0;  // said once, below
+  std::string counts = CountsText(shown);
   // §CONF.4 the verdict names how many tests showed computed outputs: a
   // trivial pass (an empty sequence) is counted as passed but not as tested.
   counts += " (" + std::to_string(tested) + " non-trivial valid test(s) matched";
