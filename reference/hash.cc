@@ -2,6 +2,7 @@
 #include "reference/hash.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "base/error.h"
@@ -102,8 +103,20 @@ HashState::HashState(const Layout& layout, size_t rollback_capacity)
   }
 }
 
+// §HASH.5 the position is an int64 that never wraps: refuse an append that
+// would take it past 2^63 - 1 (reachable after importing a large position,
+// §HASH.9), before anything changes.
+void HashState::CheckRoom(size_t n) const {
+  const uint64_t room = static_cast<uint64_t>(std::numeric_limits<int64_t>::max() - position_);
+  if (static_cast<uint64_t>(n) > room) {
+    throw Error("append: " + std::to_string(n) + " ids at position " + std::to_string(position_) +
+                " would take the position past 2^63 - 1 (§HASH.5: it never wraps)");
+  }
+}
+
 void HashState::Append(std::span<const int64_t> ids, std::vector<int64_t>& rows) {
   CheckCompressedIds(*layout_, ids);  // before touching `rows`: a refused call changes nothing
+  CheckRoom(ids.size());
   const size_t at = rows.size();
   rows.resize(at + ids.size() * layout_->layers.size() * static_cast<size_t>(layout_->columns()));
   Feed(ids, rows.data() + at, nullptr);
@@ -116,12 +129,14 @@ void HashState::AppendInto(std::span<const int64_t> ids, std::span<int64_t> rows
                 std::to_string(ids.size()) + " ids need " + std::to_string(needed));
   }
   CheckCompressedIds(*layout_, ids);
+  CheckRoom(ids.size());
   Feed(ids, rows_out.data(), nullptr);
 }
 
 void HashState::AppendTraced(std::span<const int64_t> ids, std::vector<int64_t>& rows,
                              std::vector<PositionTrace>& traces) {
   CheckCompressedIds(*layout_, ids);
+  CheckRoom(ids.size());
   const size_t at = rows.size();
   rows.resize(at + ids.size() * layout_->layers.size() * static_cast<size_t>(layout_->columns()));
   Feed(ids, rows.data() + at, &traces);

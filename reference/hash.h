@@ -130,6 +130,8 @@ class HashState {
 
  private:
   void Feed(std::span<const int64_t> ids, int64_t* rows_out, std::vector<PositionTrace>* traces);
+  // §HASH.5 throws engram::Error when n more ids would take the position past 2^63 - 1.
+  void CheckRoom(size_t n) const;
 
   const Layout* layout_;
   size_t capacity_;

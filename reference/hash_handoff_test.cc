@@ -5,6 +5,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "reference/config.h"
@@ -201,6 +202,32 @@ TEST_F(HistoryRefusals, JsonFormDamage_HASH9) {
   nlohmann::json bad_fp = doc;
   bad_fp["layoutFingerprint"] = "XYZ";
   EXPECT_THROW(HistoryFromJson(bad_fp, "h.json"), Error);
+}
+
+// §HASH.5 the position never wraps: a history imported at 2^63 - 1 takes an
+// empty append, and refuses one more id with the state unchanged (before,
+// the position wrapped to -2^63, a position that import itself refuses).
+TEST_F(HistoryRefusals, AppendPastTheLargestPositionIsRefused_HASH5) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  HashHistory h = Good();
+  h.position = kMax;
+  HashState s = HashState::Import(layout, h);
+  std::vector<int64_t> rows;
+  s.Append(Ids{}, rows);
+  EXPECT_EQ(s.position(), kMax);
+  try {
+    s.Append(Ids{3}, rows);
+    FAIL() << "accepted an id at position 2^63 - 1";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("past 2^63 - 1"));
+  }
+  EXPECT_EQ(s.position(), kMax);
+  EXPECT_EQ(s.Export().ids, h.ids);
+  h.position = kMax - 1;
+  HashState one_left = HashState::Import(layout, h);
+  EXPECT_THROW(one_left.Append(Ids{3, 4}, rows), Error);
+  one_left.Append(Ids{3}, rows);  // exactly up to 2^63 - 1
+  EXPECT_EQ(one_left.position(), kMax);
 }
 
 TEST_F(HistoryRefusals, MistypedFormatIsAnEngramError_HASH9) {

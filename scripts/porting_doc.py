@@ -756,13 +756,18 @@ MODEL = {
         facts=[("part = ⌈R / W⌉ and shards[r] = [min(r·part, R), min((r+1)·part, R))", fact_row_shards)]),
     "HeadShardTest": dict(
         suites=["tp_shard"], spec=["§STO.8", "§STO.11"], does="a head-sharded lookup gathered over W ranks",
-        dims=dict({"cols": ("group `columns`", lambda x: x.g["columns"]), "d": D_DIMS["d"]}, **W_DIM),
+        dims=dict({"C": ("group `columns`", lambda x: x.g["columns"]),
+                   "P": ("positions: len(rowIds) / C (1 in the 24-column groups; 1–3 in random cases)",
+                         lambda x: len(x.t["rowIds"]) / x.g["columns"]),
+                   "d": D_DIMS["d"]}, **W_DIM),
         keys=[G("type", "", "str", "the test type"), G("comment", "", "str", "free text; ignore it"), TABLE_KEY,
-              G("world", "", "int", "W"), G("columns", "", "int", "C = 24 columns of one position"),
+              G("world", "", "int", "W"),
+              G("columns", "", "int", "C columns per position (24 for V4.1: 3 orders × 8 heads; any C ≥ 1)"),
               G("headRanges", "[W][2]", "int", "[begin, end) of each rank's columns"),
-              I("rowIds", "[cols]", "int64", "one position's row ids"),
-              O("rows", "[cols]", "bf16hex(d)", "the gathered rows, column order")],
-        facts=[("headRanges[r] = [min(r·hp, C), min((r+1)·hp, C)) with hp = ⌈C / W⌉", fact_head_ranges)]),
+              I("rowIds", "[P·C]", "int64", "P positions of C row ids each, position-major: rowIds[p·C + c]"),
+              O("rows", "[P·C]", "bf16hex(d)", "the gathered rows, in rowIds' order (position-major, columns in order)")],
+        facts=[("headRanges[r] = [min(r·hp, C), min((r+1)·hp, C)) with hp = ⌈C / W⌉", fact_head_ranges),
+               ("len(rowIds) is a positive multiple of C", lambda x: len(x.t["rowIds"]) > 0 and len(x.t["rowIds"]) % x.g["columns"] == 0)]),
     # ------------------------------------------------------------------ fusion
     "GateFunctionTest": dict(
         suites=["gate_v41", "gate_demo"], spec=["§FUS.4", "§FUS.6", "§FUS.10"],

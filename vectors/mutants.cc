@@ -189,30 +189,73 @@ std::vector<int64_t> MutantTokenMap(Mutant m, const Tokenizer& tokenizer) {
 // Policies of real ports (spec/vectors.md §VEC.12).
 
 std::string ConfigGapFlag(ConfigGap gap) {
-  return gap == ConfigGap::kDuplicateLayerIds ? "UpstreamDuplicateLayerIds" : "UpstreamZeroHeads";
+  switch (gap) {
+    case ConfigGap::kDuplicateLayerIds: return "UpstreamDuplicateLayerIds";
+    case ConfigGap::kZeroHeads: return "UpstreamZeroHeads";
+    case ConfigGap::kMaxNgramOne: return "UpstreamMaxNgramOne";
+    case ConfigGap::kNumEmbeddingsUnchecked: return "UpstreamNumEmbeddingsUnchecked";
+  }
+  return "";
 }
 
 std::string ConfigGapBug(ConfigGap gap) {
-  return gap == ConfigGap::kDuplicateLayerIds ? "upstream-duplicate-layers" : "upstream-zero-heads";
+  switch (gap) {
+    case ConfigGap::kDuplicateLayerIds: return "upstream-duplicate-layers";
+    case ConfigGap::kZeroHeads: return "upstream-zero-heads";
+    case ConfigGap::kMaxNgramOne: return "upstream-max-ngram-1";
+    case ConfigGap::kNumEmbeddingsUnchecked: return "upstream-num-embeddings";
+  }
+  return "";
 }
 
 bool GapAccepts(ConfigGap gap, const nlohmann::json& config, const std::string& profile, int64_t v, int64_t pad) {
-  if (profile != "demo-v1" || !config.is_object()) return false;
+  if (!config.is_object() || (profile != "demo-v1" && profile != "v4.1")) return false;
+  const bool v41 = profile == "v4.1";
+  // The keys of the profile's own shape (§CFG.2); a Hugging Face text_config
+  // is not looked into: no test of a gap uses that shape.
+  const char* const layer_key = v41 ? "engram_layer_ids" : "layer_ids";
+  const char* const heads_key = v41 ? "engram_n_heads" : "n_head_per_ngram";
   nlohmann::json repaired = config;
-  if (gap == ConfigGap::kDuplicateLayerIds) {
-    if (!config.contains("layer_ids") || !config["layer_ids"].is_array()) return false;
-    nlohmann::json unique = nlohmann::json::array();
-    for (const nlohmann::json& id : config["layer_ids"]) {
-      if (std::find(unique.begin(), unique.end(), id) == unique.end()) unique.push_back(id);
+  switch (gap) {
+    case ConfigGap::kDuplicateLayerIds: {
+      if (!config.contains(layer_key) || !config[layer_key].is_array()) return false;
+      nlohmann::json unique = nlohmann::json::array();
+      std::vector<size_t> dropped;  // indices of the repeats: their engram_num_embeddings entries go too
+      for (size_t i = 0; i < config[layer_key].size(); ++i) {
+        const nlohmann::json& id = config[layer_key][i];
+        if (std::find(unique.begin(), unique.end(), id) == unique.end()) {
+          unique.push_back(id);
+        } else {
+          dropped.push_back(i);
+        }
+      }
+      if (dropped.empty()) return false;  // no duplicate: the gap changes nothing
+      repaired[layer_key] = unique;
+      if (v41 && config.contains("engram_num_embeddings") && config["engram_num_embeddings"].is_array() &&
+          config["engram_num_embeddings"].size() == config[layer_key].size()) {
+        nlohmann::json rows = nlohmann::json::array();
+        for (size_t i = 0; i < config[layer_key].size(); ++i) {
+          if (std::find(dropped.begin(), dropped.end(), i) == dropped.end()) rows.push_back(config["engram_num_embeddings"][i]);
+        }
+        repaired["engram_num_embeddings"] = rows;
+      }
+      break;
     }
-    if (unique.size() == config["layer_ids"].size()) return false;  // no duplicate: the gap changes nothing
-    repaired["layer_ids"] = unique;
-  } else {
-    if (!config.contains("n_head_per_ngram") || config["n_head_per_ngram"] != 0) return false;
-    repaired["n_head_per_ngram"] = 1;
+    case ConfigGap::kZeroHeads:
+      if (!config.contains(heads_key) || config[heads_key] != 0) return false;
+      repaired[heads_key] = 1;
+      break;
+    case ConfigGap::kMaxNgramOne:
+      if (!v41 || !config.contains("engram_max_ngram_size") || config["engram_max_ngram_size"] != 1) return false;
+      repaired["engram_max_ngram_size"] = 2;
+      break;
+    case ConfigGap::kNumEmbeddingsUnchecked:
+      if (!v41 || !config.contains("engram_num_embeddings")) return false;
+      repaired.erase("engram_num_embeddings");  // optional (§CFG.2): the layout's own sums are used
+      break;
   }
   try {
-    BuildLayout(ParseConfig(repaired, "config", Profile::kDemoV1), v, pad);
+    BuildLayout(ParseConfig(repaired, "config", v41 ? Profile::kV41 : Profile::kDemoV1), v, pad);
     return true;
   } catch (const Error&) {
     return false;  // refused for another reason as well

@@ -80,21 +80,30 @@ std::string CleanUpTokenizationSpaces(std::string text);
 // ---------------------------------------------------------------------------
 // §VEC.12 Policies of real ports that differ from the spec's (spec/vectors.md).
 
-// Validation gaps of the upstream demo (engram_demo_v1.py): demo-v1
-// configurations it accepts that §CFG.4 refuses.
+// Validation gaps of upstream code: configurations that the upstream demo
+// (engram_demo_v1.py, spec/sources.md [SRC-DEMO]) or the official V4.1 layout
+// code (EngramLayout.from_args, spec/sources.md [SRC-V41]) accepts and §CFG.4 /
+// §LAY.4 refuse. Each is a gap to flag, not a behaviour to copy.
 enum class ConfigGap {
-  kDuplicateLayerIds,  // layer_ids [1, 1]: upstream silently overwrites the layer
-  kZeroHeads,          // n_head_per_ngram 0: upstream gives every order an empty list of primes
+  kDuplicateLayerIds,      // layer ids [1, 1]: the demo overwrites the layer, the V4.1 code builds it twice
+  kZeroHeads,              // zero heads per order: every order gets an empty list of primes (both)
+  kMaxNgramOne,            // V4.1 max n-gram 1: no order at all (the V4.1 code's loop runs zero times)
+  kNumEmbeddingsUnchecked, // V4.1 engram_num_embeddings never compared with the prime sums
 };
-inline constexpr ConfigGap kConfigGaps[] = {ConfigGap::kDuplicateLayerIds, ConfigGap::kZeroHeads};
-// "UpstreamDuplicateLayerIds", "UpstreamZeroHeads".
+inline constexpr ConfigGap kConfigGaps[] = {ConfigGap::kDuplicateLayerIds, ConfigGap::kZeroHeads,
+                                            ConfigGap::kMaxNgramOne, ConfigGap::kNumEmbeddingsUnchecked};
+// "UpstreamDuplicateLayerIds", "UpstreamZeroHeads", "UpstreamMaxNgramOne",
+// "UpstreamNumEmbeddingsUnchecked".
 std::string ConfigGapFlag(ConfigGap gap);
-// The numpy adapter's bug that plants the gap: "upstream-duplicate-layers", "upstream-zero-heads".
+// The numpy adapter's bug that plants the gap: "upstream-duplicate-layers",
+// "upstream-zero-heads", "upstream-max-ngram-1", "upstream-num-embeddings".
 std::string ConfigGapBug(ConfigGap gap);
 // Whether a port with the gap accepts `config` (read as `profile`, for V and
 // pad) where the reference refuses it: the configuration breaks the rule the
 // gap skips, and the reference accepts it once that rule is met (duplicates
-// dropped / one head per order). demo-v1 only.
+// dropped, one head per order, max n-gram 2, engram_num_embeddings left out).
+// Each gap applies to the profiles whose upstream code has it: duplicates and
+// zero heads to both, max n-gram 1 and num_embeddings to v4.1.
 bool GapAccepts(ConfigGap gap, const nlohmann::json& config, const std::string& profile, int64_t v, int64_t pad);
 
 // A fork's rollback (a llama.cpp port, v4.1): the state keeps only the last

@@ -13,18 +13,36 @@
 namespace engram::vectors {
 namespace {
 
+// §VEC.12 the validation gaps of upstream code (spec/sources.md [SRC-DEMO],
+// [SRC-V41]): each note names the code that has the gap.
 void AddConfigGapNote(SuiteBuilder& b, ConfigGap gap) {
-  if (gap == ConfigGap::kDuplicateLayerIds) {
-    b.Divergence(ConfigGapFlag(gap),
-                 "A validation gap of the upstream demo (engram_demo_v1.py), not a behaviour to copy: it accepts "
-                 "duplicate layer_ids and silently overwrites the layer, where §CFG.4 refuses them.",
-                 "§CFG.4", ConfigGapBug(gap));
-  } else {
-    b.Divergence(ConfigGapFlag(gap),
-                 "A validation gap of the upstream demo (engram_demo_v1.py), not a behaviour to copy: it accepts "
-                 "n_head_per_ngram 0 and gives every order an empty list of primes, where §CFG.4 refuses it.",
-                 "§CFG.4", ConfigGapBug(gap));
+  std::string text;
+  std::string spec = "§CFG.4";
+  switch (gap) {
+    case ConfigGap::kDuplicateLayerIds:
+      text = "A validation gap of upstream code, not a behaviour to copy: duplicate layer ids are accepted by the "
+             "upstream demo (engram_demo_v1.py, which silently overwrites the layer) and by the official V4.1 "
+             "layout code (EngramLayout.from_args, which builds the layer twice with other primes), where §CFG.4 "
+             "refuses them.";
+      break;
+    case ConfigGap::kZeroHeads:
+      text = "A validation gap of upstream code, not a behaviour to copy: zero heads per n-gram order "
+             "(n_head_per_ngram 0 in the upstream demo, engram_n_heads 0 in the official V4.1 layout code) give "
+             "every order an empty list of primes, where §CFG.4 refuses them.";
+      break;
+    case ConfigGap::kMaxNgramOne:
+      text = "A validation gap of the official V4.1 layout code (EngramLayout.from_args), not a behaviour to copy: "
+             "engram_max_ngram_size 1 is accepted and gives layers without any n-gram order, where §CFG.4 "
+             "refuses it.";
+      break;
+    case ConfigGap::kNumEmbeddingsUnchecked:
+      text = "A validation gap of the official V4.1 layout code (EngramLayout.from_args), not a behaviour to copy: "
+             "engram_num_embeddings is never compared with the prime sums, so a table of too few rows is read "
+             "silently (rows past its end), where §LAY.4 refuses the configuration.";
+      spec = "§LAY.4";
+      break;
   }
+  b.Divergence(ConfigGapFlag(gap), text, spec, ConfigGapBug(gap));
 }
 
 ojson GenerateLayout() {
@@ -109,6 +127,21 @@ ojson GenerateLayout() {
   ojson bad5 = DemoConfigJson();
   bad5["engram_vocab_size"] = {646400};
   add(g, bad5, "demo-v1", 129280, 2, {"InvalidConfig"}, "one base for two orders");
+  // The official V4.1 layout code's gaps (§VEC.12): configurations of the
+  // v4.1 shape without engram_num_embeddings (optional, §CFG.2), so that
+  // each breaks one rule only.
+  ojson v41_dup = SmallV41Config({3}, 10, 3, 2, 40);
+  v41_dup.erase("engram_num_embeddings");
+  v41_dup["engram_layer_ids"] = {3, 3};
+  add(g, v41_dup, "v4.1", 40, 2, {"InvalidConfig"}, "v4.1: duplicate layer ids");
+  ojson v41_heads = v41_dup;
+  v41_heads["engram_layer_ids"] = {3};
+  v41_heads["engram_n_heads"] = 0;
+  add(g, v41_heads, "v4.1", 40, 2, {"InvalidConfig"}, "v4.1: zero heads");
+  ojson v41_max1 = v41_dup;
+  v41_max1["engram_layer_ids"] = {3};
+  v41_max1["engram_max_ngram_size"] = 1;
+  add(g, v41_max1, "v4.1", 40, 2, {"InvalidConfig"}, "v4.1: max n-gram 1 without engram_num_embeddings");
   return b.Finish();
 }
 

@@ -133,6 +133,24 @@ ojson GenerateMultipliers() {
   }
   b.Test(g, "V = 0 must be refused", {"InvalidVocab"}, {"§RNG.4"},
          {{"seed", 0}, {"layerId", 1}, {"compressedVocabSize", 0}, {"maxNgram", 4}, {"result", "invalid"}});
+  // §VEC.12 a validation gap of upstream code: both the demo and the official
+  // V4.1 code take the bound as max(1, (2^63 - 1) // V // 2) with Python's
+  // floor division, which for V < 0 is 1 (every multiplier 1) instead of an
+  // error; only V = 0 raises there (division by zero). The flag is set iff
+  // that formula yields a bound for a V that §RNG.4 refuses (V < 1).
+  const int64_t negative_v = -5;
+  std::vector<std::string> negative_flags = {"InvalidVocab"};
+  const bool upstream_gives_a_bound = negative_v != 0;
+  if (upstream_gives_a_bound && negative_v < 1) {
+    b.Divergence("UpstreamNegativeVocab",
+                 "A validation gap of upstream code, not a behaviour to copy: the upstream demo (engram_demo_v1.py) "
+                 "and the official V4.1 code (compute_hash_multipliers) take the bound as max(1, (2^63 - 1) // V // "
+                 "2), which for a negative V is 1 (every multiplier 1), where §RNG.4 refuses V < 1.",
+                 "§RNG.4", "upstream-negative-vocab");
+    negative_flags.push_back("UpstreamNegativeVocab");
+  }
+  b.Test(g, "V = -5 must be refused (upstream code gives multipliers of 1)", negative_flags, {"§RNG.4"},
+         {{"seed", 0}, {"layerId", 1}, {"compressedVocabSize", negative_v}, {"maxNgram", 4}, {"result", "invalid"}});
   return b.Finish();
 }
 

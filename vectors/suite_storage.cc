@@ -587,6 +587,52 @@ ojson GenerateTp() {
     b.Test(g, "one position's 24 rows; column " + std::to_string(world % 24) + " has -0 elements (kept)", flags,
            {"§STO.6", "§STO.8"}, {{"rowIds", ids}, {"result", "valid"}, {"rows", RowsHex(gathered, kHeadDim)}});
   }
+  // §STO.8 the general shape: P positions of C columns, position-major
+  // (rowIds[p * C + c]), as the random cases draw them (§CONF.7): several
+  // positions, column counts that the world does not divide, and more ranks
+  // than columns (ranks that own nothing). Appended after the 24-column
+  // groups so that their tcIds stay.
+  struct Shape {
+    int world;
+    int positions;
+    int columns;
+    const char* why;
+  };
+  const Shape shapes[] = {
+      {2, 3, 24, "3 positions of 24 columns (a prefill chunk), world 2"},
+      {3, 2, 5, "2 positions of 5 columns, world 3: the last rank holds 1 column"},
+      {4, 3, 1, "3 positions of 1 column, world 4: ranks 1-3 own nothing"},
+      {64, 1, 32, "1 position of 32 columns, world 64: ranks 32-63 own nothing"},
+  };
+  for (const Shape& sh : shapes) {
+    ojson ranges = ojson::array();
+    for (int r = 0; r < sh.world; ++r) {
+      const HeadRange h = HeadShard(sh.columns, r, sh.world);
+      ranges.push_back({h.begin, h.end});
+    }
+    size_t g = b.Group({{"type", "HeadShardTest"},
+                        {"comment", std::string("world ") + std::to_string(sh.world) + ", " +
+                                        std::to_string(sh.columns) + " columns per position"},
+                        {"table", TableJson("synthetic", kSeed, kRows, kHeadDim, false)},
+                        {"world", sh.world},
+                        {"columns", sh.columns},
+                        {"headRanges", ranges}});
+    InputRng rng(0x54510000 + static_cast<uint64_t>(sh.world * 100 + sh.columns));
+    std::vector<int64_t> ids;
+    for (int i = 0; i < sh.positions * sh.columns; ++i) ids.push_back(rng.Below(kRows));
+    ids.back() = neg_row;
+    std::vector<std::vector<uint16_t>> parts;
+    for (int r = 0; r < sh.world; ++r) parts.push_back(HeadShardLookup(*src, ids, sh.columns, r, sh.world));
+    const std::vector<uint16_t> gathered = GatherHeads(parts, sh.positions, sh.columns, sh.world, kHeadDim);
+    const std::vector<std::string> flags =
+        computed_flags({}, gathered,
+                       [&](std::optional<ShardBug>, std::optional<DecodeBug> decode) {
+                         return HeadShardLookupWith(decode, *src, ids, sh.columns, sh.world);
+                       },
+                       false);
+    b.Test(g, sh.why, flags, {"§STO.6", "§STO.8"},
+           {{"rowIds", ids}, {"result", "valid"}, {"rows", RowsHex(gathered, kHeadDim)}});
+  }
   return b.Finish();
 }
 

@@ -484,11 +484,21 @@ ojson GenerateTokenMap() {
   return b.Finish();
 }
 
+// How a port turns raw ids into compressed ids: the rule of §HASH.1, or a
+// policy of a real port that §VEC.12 catalogues (v4.1 only).
+enum class LookupPolicy {
+  kSpec,             // §HASH.1: raw -1 is DEAD, other ids outside [0, T) refused
+  kBeyondDead,       // a llama.cpp fork: a raw id >= T becomes DEAD instead of a refusal
+  kOfficialIndexing, // the official V4.1 NgramHashState (spec/sources.md [SRC-V41]):
+                     // token_map[input_ids] with torch indexing (a negative id x >= -T
+                     // reads map[T + x], raw -1 included; the others raise), then the
+                     // mask (torch.where) turns masked positions into DEAD
+};
+
 // §HASH.1 The compressed ids of a TokenLookupTest: {"result", "ids"} or
 // {"result": "invalid", "error"}. `map` is the map a port builds (the
-// reference's, or a variant's); `beyond_dead` plants the llama.cpp fork's
-// policy (a v4.1 raw id >= T becomes DEAD instead of a refusal).
-ojson LookupExpected(const TokenMap& map, const json& test, Profile profile, bool beyond_dead = false) {
+// reference's, or a variant's); `policy` plants a real port's lookup.
+ojson LookupExpected(const TokenMap& map, const json& test, Profile profile, LookupPolicy policy = LookupPolicy::kSpec) {
   ojson out;
   try {
     std::vector<int64_t> raw = test.at("rawIds").get<std::vector<int64_t>>();
@@ -504,7 +514,7 @@ ojson LookupExpected(const TokenMap& map, const json& test, Profile profile, boo
       }
     }
     std::vector<size_t> beyond;  // positions the fork turns into DEAD
-    if (beyond_dead && profile == Profile::kV41) {
+    if (policy == LookupPolicy::kBeyondDead && profile == Profile::kV41) {
       for (size_t i = 0; i < raw.size(); ++i) {
         if (raw[i] >= map.tokens()) {
           beyond.push_back(i);
@@ -512,7 +522,18 @@ ojson LookupExpected(const TokenMap& map, const json& test, Profile profile, boo
         }
       }
     }
-    std::vector<int64_t> ids = CompressIds(profile, map, raw, mask);
+    std::vector<int64_t> ids;
+    if (policy == LookupPolicy::kOfficialIndexing && profile == Profile::kV41) {
+      const int64_t t = map.tokens();
+      for (size_t i = 0; i < raw.size(); ++i) {
+        const int64_t x = raw[i];
+        if (x >= t || x < -t) throw Error("rawIds[" + std::to_string(i) + "]: torch indexing raises for " + std::to_string(x));
+        const int64_t c = map.map[static_cast<size_t>(x < 0 ? t + x : x)];
+        ids.push_back(!mask.empty() && mask[i] == 0 ? kDead : c);
+      }
+    } else {
+      ids = CompressIds(profile, map, raw, mask);
+    }
     for (size_t i : beyond) ids[i] = kDead;
     out["result"] = "valid";
     out["ids"] = ids;
@@ -548,7 +569,7 @@ void AddLookupGroups(SuiteBuilder& b, const std::string& text, const std::string
         m.map = VariantMap(tk, variant);
         if (LookupExpected(m, in, profile) != expected) flags.push_back(flag);
       }
-      if (v41 && LookupExpected(reference, in, profile, true) != expected) {
+      if (v41 && LookupExpected(reference, in, profile, LookupPolicy::kBeyondDead) != expected) {
         if (!b.HasNote("RawIdBeyondTokenizerDead")) {
           b.Divergence("RawIdBeyondTokenizerDead",
                        "Changes under the policy of a port that maps a raw id beyond the tokenizer (>= T) to DEAD (a "
@@ -556,6 +577,19 @@ void AddLookupGroups(SuiteBuilder& b, const std::string& text, const std::string
                        "§HASH.1", "raw-beyond-dead");
         }
         flags.push_back("RawIdBeyondTokenizerDead");
+      }
+      // The result (valid or not) and the ids decide; an error's wording does not.
+      auto outcome = [](const ojson& o) { return o.at("result") == "valid" ? o : ojson{{"result", "invalid"}}; };
+      if (v41 && outcome(LookupExpected(reference, in, profile, LookupPolicy::kOfficialIndexing)) != outcome(expected)) {
+        if (!b.HasNote("OfficialTorchIndexing")) {
+          b.Divergence("OfficialTorchIndexing",
+                       "Changes under the lookup of the official V4.1 code (NgramHashState: token_map[input_ids] "
+                       "with torch indexing, then the mask): an unmasked raw -1 reads map[T - 1] instead of DEAD, "
+                       "and a raw id in [-T, -2] reads map[T + id] instead of a refusal. §HASH.1 keeps the safer "
+                       "rule; a port that keeps the official indexing lists these tests as expected failures.",
+                       "§HASH.1", "official-indexing");
+        }
+        flags.push_back("OfficialTorchIndexing");
       }
       for (const auto& [k, v] : expected.items()) inputs[k] = v;
       b.Test(g, comment, flags, {"§HASH.1", "§TOK.4"}, inputs);

@@ -47,10 +47,14 @@ the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the ou
   added-token-content    an added token's text is its content as is (no byte table)                   AddedTokenByteLevel
   sentinel-less          normalizer without the U+E000 sentinel steps (" " strips to "")              SentinelLessNormalizer
   context-lowercase      whole-text str.lower() (word-final sigma) instead of per code point          ContextLowercase
-  upstream-duplicate-layers demo-v1: duplicate layer_ids accepted (upstream overwrites the layer)     UpstreamDuplicateLayerIds
-  upstream-zero-heads    demo-v1: n_head_per_ngram 0 accepted (upstream: empty primes)                UpstreamZeroHeads
+  upstream-duplicate-layers duplicate layer ids accepted (demo: overwrites; official V4.1: builds twice) UpstreamDuplicateLayerIds
+  upstream-zero-heads    zero heads per order accepted (demo and official V4.1: empty primes)          UpstreamZeroHeads
+  upstream-max-ngram-1   v4.1: engram_max_ngram_size 1 accepted (the official layout code)             UpstreamMaxNgramOne
+  upstream-num-embeddings v4.1: engram_num_embeddings never checked (the official layout code)         UpstreamNumEmbeddingsUnchecked
+  upstream-negative-vocab V < 0 gives multipliers of 1 (demo and official V4.1: max(1, bound))        UpstreamNegativeVocab
   rollback-dead          v4.1 rollback keeps only max-1 ids: overwritten slots read DEAD              RollbackReadsDead
   raw-beyond-dead        v4.1: a raw id >= T becomes DEAD (a llama.cpp fork) instead of a refusal     RawIdBeyondTokenizerDead
+  official-indexing      v4.1: token_map[raw] with torch indexing (-1 -> map[T-1]), then the mask     OfficialTorchIndexing
 Bugs that every committed vector misses and the random cases (--random, §CONF.7) find:
   ngram-cap-4            a fixed 4-slot window: orders above 4 read pad beyond the 4th slot
   heads-cap-8            8 head slots per order: head h >= 8 reuses head h - 8's prime and offset
@@ -100,8 +104,12 @@ BUGS = {
     "context-lowercase": "ContextLowercase",
     "upstream-duplicate-layers": "UpstreamDuplicateLayerIds",
     "upstream-zero-heads": "UpstreamZeroHeads",
+    "upstream-max-ngram-1": "UpstreamMaxNgramOne",
+    "upstream-num-embeddings": "UpstreamNumEmbeddingsUnchecked",
+    "upstream-negative-vocab": "UpstreamNegativeVocab",
     "rollback-dead": "RollbackReadsDead",
     "raw-beyond-dead": "RawIdBeyondTokenizerDead",
+    "official-indexing": "OfficialTorchIndexing",
 }
 # --bug NAME for bugs that no committed vector catches (each passes every fixed vector: conform_tests
 # RandomConformance shows it), found by the random cases instead (spec/conformance.md §CONF.7).
@@ -125,7 +133,7 @@ CONTRACT = None  # --contract FILE: the hash contract (spec §CON) of the model 
 
 
 def multiplier_bound(v, int32=False):
-    if v < 1:
+    if v < 1 and not (BUG == "upstream-negative-vocab" and v < 0):  # upstream: max(1, negative) = 1
         raise ValueError(f"compressed vocab size must be >= 1, got {v}")
     limit = (1 << 31) - 1 if int32 else INT64_MAX
     return max(1, (limit // v) // 2)
@@ -159,9 +167,11 @@ def parse_config(doc, profile=None):
         c = doc["text_config"] if isinstance(doc.get("text_config"), dict) and any(
             k.startswith("engram_") for k in doc["text_config"]) else doc
         max_ngram, heads = c["engram_max_ngram_size"], c["engram_n_heads"]
-        if not isinstance(max_ngram, int) or not 2 <= max_ngram <= 64:
+        max1_gap = BUG == "upstream-max-ngram-1" and max_ngram == 1  # the official V4.1 layout code does not check
+        if not isinstance(max_ngram, int) or not (2 <= max_ngram <= 64 or max1_gap):
             raise ValueError(f"engram_max_ngram_size {max_ngram}")
-        if not isinstance(heads, int) or not 1 <= heads <= 4096:
+        zero_heads_gap = BUG == "upstream-zero-heads" and heads == 0  # nor does it check the heads
+        if not isinstance(heads, int) or not (1 <= heads <= 4096 or zero_heads_gap):
             raise ValueError(f"engram_n_heads {heads}")
         base = c["engram_vocab_size"]
         if not isinstance(base, int) or not 2 <= base < (1 << 40):
@@ -186,7 +196,7 @@ def parse_config(doc, profile=None):
             raise ValueError("n_embed_per_ngram not divisible by heads")
         cfg = dict(profile=profile, layer_ids=list(d["layer_ids"]), max_ngram=max_ngram, heads=heads,
                    bases=list(d["engram_vocab_size"]), pad_id=d["pad_id"], seed=d["seed"], num_embeddings=None, v=None)
-    duplicates_gap = BUG == "upstream-duplicate-layers" and profile == "demo-v1"  # upstream overwrites the layer
+    duplicates_gap = BUG == "upstream-duplicate-layers"  # the demo overwrites the layer, the V4.1 code builds it twice
     if ((len(set(cfg["layer_ids"])) != len(cfg["layer_ids"]) and not duplicates_gap) or
             any(i < 0 for i in cfg["layer_ids"]) or not cfg["layer_ids"]):
         raise ValueError("layer ids must be distinct and >= 0")
@@ -242,7 +252,8 @@ def build_layout(cfg, v, pad):
         flat = [p for row in primes for p in row]
         offsets = [int(x) for x in np.concatenate([[0], np.cumsum(flat)[:-1]])]
         total = int(sum(flat))
-        if cfg["profile"] == "v4.1" and cfg["num_embeddings"] is not None and cfg["num_embeddings"][li] != total:
+        if (cfg["profile"] == "v4.1" and cfg["num_embeddings"] is not None and cfg["num_embeddings"][li] != total
+                and BUG != "upstream-num-embeddings"):  # the official V4.1 layout code never compares them
             raise ValueError("engram_num_embeddings mismatch")
         layers.append(dict(layerId=layer_id, multipliers=multipliers(cfg["seed"], layer_id, v, cfg["max_ngram"]),
                            primes=primes, offsets=offsets, numEmbeddings=total))
@@ -838,7 +849,9 @@ def token_lookup_test(group, test):
         raise ValueError(f"mask: {len(mask)} entries for {len(raw)} ids")
     out = []
     for i, x in enumerate(raw):
-        if v41 and x == DEAD:
+        if BUG == "official-indexing" and v41 and -len(cmap) <= x < 0:
+            c = cmap[x]  # the official V4.1 code: token_map[input_ids], torch indexing wraps (-1 -> T - 1)
+        elif v41 and x == DEAD:
             c = DEAD  # raw -1 marks a masked position
         elif not v41 and x < 0:
             c = x  # the demo copies negative ids through
