@@ -218,12 +218,27 @@ def fact_steps_simulated(x):
                 return False
             del seq[len(seq) - s["k"]:]
         elif s["op"] == "fork":
-            if s["from"] not in seqs or s["to"] in seqs:
+            if s["from"] not in seqs:
                 return False
-            seqs[s["to"]] = list(seqs[s["from"]])
+            seqs[s["to"]] = list(seqs[s["from"]])  # §VEC.7 onto an existing name: replaces it
             continue
         if s["positionAfter"] != len(seq) or s["historyAfter"] != last(seq, m - 1):
             return False
+    return True
+
+
+def fact_rollbacks_mandatory(x):
+    """§HASH.6: a valid test never rolls back beyond the mandatory rollback depth."""
+    cap, depth = x.g["rollbackCapacity"], {}
+    for s in x.t["steps"]:
+        if s["op"] == "append":
+            depth[s["seq"]] = min(depth.get(s["seq"], 0) + len(s["ids"]), cap)
+        elif s["op"] == "rollback":
+            if s["k"] > depth.get(s["seq"], 0):
+                return False
+            depth[s["seq"]] -= s["k"]
+        elif s["op"] == "fork":
+            depth[s["to"]] = depth[s["from"]]
     return True
 
 
@@ -247,21 +262,28 @@ def segments_of(x):
 
 
 def fact_segments_chain(x):
+    """§HASH.9: positions are absolute, P + index, P the position the sequence's first history carries."""
     m = hash_dims(x)["M"]
-    seen = {}
+    seen, start = {}, {}
     for ids, s in segments_of(x):
         key = id(ids)
-        if s["historyIn"] != seen.get(key, {"position": 0, "history": []}):
+        if key not in start:  # the sequence's start: a history of its own
+            p, pre = s["historyIn"]["position"], s["historyIn"]["history"]
+            if p < 0 or len(pre) != min(p, m - 1):
+                return False
+            start[key] = (p, pre)
+        elif s["historyIn"] != seen[key]:
             return False
-        if s["historyIn"]["position"] != s["from"] or s["historyOut"]["position"] != s["to"]:
+        p, pre = start[key]
+        if s["historyIn"]["position"] != p + s["from"] or s["historyOut"]["position"] != p + s["to"]:
             return False
-        if s["historyIn"]["history"] != last(ids[:s["from"]], m - 1):
+        if s["historyIn"]["history"] != last(pre + ids[:s["from"]], m - 1):
             return False
-        if s["historyOut"]["history"] != last(ids[:s["to"]], m - 1):
+        if s["historyOut"]["history"] != last(pre + ids[:s["to"]], m - 1):
             return False
         seen[key] = s["historyOut"]
-    return all(seen.get(id(ids), {}).get("position") == len(ids) for ids in
-               ([x.t["ids"]] if "segments" in x.t else x.t["sequences"]))
+    return all(seen.get(id(ids), {}).get("position") == start[id(ids)][0] + len(ids) for ids in
+               ([x.t["ids"]] if "segments" in x.t else x.t["sequences"]) if id(ids) in start)
 
 
 def fact_binary_history(x):
@@ -583,7 +605,8 @@ MODEL = {
         dims=dict(HASH_DIMS, n=("len(step.ids)", lambda x: len(x.e["ids"])),
                   h=("min(positionAfter, M − 1)", lambda x: min(x.e["positionAfter"], hash_dims(x)["M"] - 1))),
         keys=HASH_GROUP + [
-            G("rollbackCapacity", "", "int", "every sequence of the group's tests MUST be able to roll back this many ids"),
+            G("rollbackCapacity", "", "int", "the rollback capacity c of every sequence (§HASH.6): a rollback within "
+              "the mandatory depth (at most c, and at most the ids appended since) MUST succeed"),
             I("steps", "[*]", "object", "the operations, in order; the runner sends each step without its outputs and "
               "expects `outputs.steps` with one object per step", fields=[
                 I("op", "", "str", "`append`, `rollback` or `fork`"),
@@ -593,15 +616,20 @@ MODEL = {
                 I("k", "", "int", "roll back by k ids (§HASH.6)", when=lambda x: x.e["op"] == "rollback",
                   when_text="rollback"),
                 I("from", "", "str", "the sequence copied", when=lambda x: x.e["op"] == "fork", when_text="fork"),
-                I("to", "", "str", "the new sequence's name", when=lambda x: x.e["op"] == "fork", when_text="fork"),
-                O("rows", "[n][L][C]", "row", "the rows of the ids consumed", when=lambda x: x.e["op"] == "append",
-                  when_text="append"),
+                I("to", "", "str", "the copy's name; a name that exists is replaced by the copy (§VEC.7)",
+                  when=lambda x: x.e["op"] == "fork", when_text="fork"),
+                O("rows", "[n][L][C]", "row", "the rows of the ids consumed",
+                  when=lambda x: x.valid and x.e["op"] == "append", when_text="append, valid tests"),
                 O("positionAfter", "", "int", "ids consumed by the sequence after the step",
-                  when=lambda x: x.e["op"] != "fork", when_text="append, rollback"),
+                  when=lambda x: x.valid and x.e["op"] != "fork", when_text="append, rollback, valid tests"),
                 O("historyAfter", "[h]", "int64", "the last min(position, M − 1) ids, oldest first, DEAD kept (§HASH.5)",
-                  when=lambda x: x.e["op"] != "fork", when_text="append, rollback")])],
-        facts=[("replaying the steps on plain id lists (append extends, rollback truncates, fork copies) gives every "
-                "positionAfter and historyAfter; an append gives one row per id", fact_steps_simulated)]),
+                  when=lambda x: x.valid and x.e["op"] != "fork", when_text="append, rollback, valid tests")])],
+        facts=[("replaying the steps on plain id lists (append extends, rollback truncates, fork copies, onto an "
+                "existing name too) gives every positionAfter and historyAfter; an append gives one row per id",
+                fact_steps_simulated),
+               ("every rollback is within the mandatory depth of §HASH.6 (0 for a new sequence, min(d + n, "
+                "rollbackCapacity) after an append of n, d − k after a rollback by k, copied by a fork)",
+                fact_rollbacks_mandatory)]),
     "HashHandoffTest": dict(
         suites=["hash_state"], spec=["§HASH.5", "§HASH.9"],
         does="export / import of a sequence's history between instances (§HASH.9)",
@@ -623,9 +651,11 @@ MODEL = {
             I("microBatches", "[*][*]", "object", "micro-batches in order; each element continues sequence "
               "`sequence` from `historyIn` over sequences[sequence][from:to]",
               when=lambda x: x.valid and "sequences" in x.t, when_text="valid micro-batch tests")],
-        facts=[("each segment's historyIn is the previous segment's historyOut of the same sequence (position 0, "
-                "history [] first); historyIn.position = from, historyOut.position = to, each history the last "
-                "min(position, M − 1) ids before it, and the last historyOut is at the end of its sequence",
+        facts=[("each segment's historyIn is the previous segment's historyOut of the same sequence; the first "
+                "historyIn of a sequence is its start: position P (0, or P > 0 for a sequence that began elsewhere) "
+                "with min(P, M − 1) ids; from and to index the ids, so historyIn.position = P + from and "
+                "historyOut.position = P + to; each history is the last min(position, M − 1) ids before it (the "
+                "start's ids, then the sequence's), and the last historyOut is at P + the sequence's length",
                 fact_segments_chain),
                ("historyInBinary decodes (§HASH.9 binary form) to the same position and ids as historyIn, with the "
                 "group's layoutFingerprint (or, in invalid tests, historyIn's own)", fact_binary_history)]),
@@ -907,12 +937,13 @@ MODEL = {
 SEGMENT_FIELDS = [
     I("sequence", "", "int", "the index into `sequences`", when=lambda x: x.where == "microBatches",
       when_text="`microBatches` elements only"),
-    I("from", "", "int", "the first position consumed"),
-    I("to", "", "int", "one past the last position consumed"),
-    I("historyIn", "", "history", "`{position, history}` to import (position = from)"),
+    I("from", "", "int", "the index into the ids of the first id consumed (its position is P + from, P the first "
+      "segment's historyIn.position)"),
+    I("to", "", "int", "one past the index of the last id consumed"),
+    I("historyIn", "", "history", "`{position, history}` to import, as it is (position = P + from)"),
     I("historyInBinary", "", "hexbytes(*)", "the same history in the §HASH.9 binary form, with the group's fingerprint"),
     O("rows", "[n][L][C]", "row", "the rows of ids[from:to]"),
-    O("historyOut", "", "history", "`{position, history}` exported after consuming them (position = to)"),
+    O("historyOut", "", "history", "`{position, history}` exported after consuming them (position = P + to)"),
 ]
 for _k in MODEL["HashHandoffTest"]["keys"]:
     if _k.name in ("segments", "microBatches"):

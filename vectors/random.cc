@@ -70,7 +70,29 @@ std::vector<std::pair<std::string, std::string>> RandomCoverage() {
   return out;
 }
 
-RandomCase DrawCase(const RandomSuite& suite, uint64_t seed, int64_t index) { return suite.build(suite.draw(seed, index)); }
+const std::vector<std::pair<std::string, std::string>>& PolicyFeatures() {
+  static const std::vector<std::pair<std::string, std::string>> kFeatures = {
+      {"rollback-retained",
+       "§HASH.6: a state with rollback capacity c accepts every rollback whose ids the last max n-gram - 1 + c ids "
+       "it consumed still hold (a rollback forgets the ids it removes, appends refill), as the reference does, "
+       "beyond the mandatory rollback depth"},
+  };
+  return kFeatures;
+}
+
+std::set<std::string> SuiteFeatures(const RandomSuite& suite, const std::set<std::string>& declared) {
+  std::set<std::string> out;
+  for (const std::string& f : suite.features) {
+    if (declared.count(f) != 0) out.insert(f);
+  }
+  return out;
+}
+
+RandomCase DrawCase(const RandomSuite& suite, uint64_t seed, int64_t index, const std::set<std::string>& declared) {
+  const std::set<std::string> mine = SuiteFeatures(suite, declared);
+  if (mine.empty() || !suite.draw_declared) return suite.build(suite.draw(seed, index));
+  return suite.build(suite.draw_declared(seed, index, mine));
+}
 
 ojson RandomCasesDoc(const RandomSuite& suite, const std::vector<RandomCase>& cases,
                      const std::vector<std::string>& comments, const std::vector<std::string>& header) {

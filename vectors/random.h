@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -101,7 +102,23 @@ struct RandomSuite {
   std::function<ojson(uint64_t seed, int64_t index)> draw;
   std::function<RandomCase(const ojson& recipe)> build;  // throws engram::Error for a recipe it cannot build
   std::function<std::vector<ojson>(const ojson& recipe)> shrink;  // candidates, each smaller in one respect
+  // §CONF.7 item 2 Policy features: where the spec leaves an implementation a
+  // choice (§HASH.6: the rollbacks beyond the mandatory ones), the default
+  // cases expect only the mandatory outcomes, and the cases that depend on the
+  // choice are drawn only when the implementation declares the feature (hello
+  // `features`, `engram conform --features`). `features` names those this
+  // suite knows; `draw_declared` draws a case for a non-empty subset of them
+  // (unset when `features` is empty). The default draw is `draw`, so the
+  // default cases do not depend on which features exist.
+  std::vector<std::string> features = {};
+  std::function<ojson(uint64_t seed, int64_t index, const std::set<std::string>& declared)> draw_declared = nullptr;
 };
+
+// §CONF.7 The policy features the generators know, with what declaring one
+// means (spec/conformance.md §CONF.7, spec/hash.md §HASH.6).
+const std::vector<std::pair<std::string, std::string>>& PolicyFeatures();
+// The features of `declared` that `suite` draws differently for (sorted).
+std::set<std::string> SuiteFeatures(const RandomSuite& suite, const std::set<std::string>& declared);
 
 // The generators, in suite order (multipliers, layout, hash_v41, hash_demo, table_lookup, tp_shard,
 // then hash_state, token_map, gate_v41, gate_demo, short_conv_demo, engram_forward: added after
@@ -112,8 +129,9 @@ const RandomSuite* FindRandomSuite(const std::string& suite);
 // The suites with a generator, and for the others why they have none.
 std::vector<std::pair<std::string, std::string>> RandomCoverage();
 
-// Case `index` (0-based) of `suite` under `seed`.
-RandomCase DrawCase(const RandomSuite& suite, uint64_t seed, int64_t index);
+// Case `index` (0-based) of `suite` under `seed`, for an implementation that
+// declared the policy features `declared` (only those the suite knows matter).
+RandomCase DrawCase(const RandomSuite& suite, uint64_t seed, int64_t index, const std::set<std::string>& declared = {});
 
 // §CONF.7 A vector document holding `cases` (one group each), in the format
 // of v1/<suite>.json; `comments[i]` names each case's seed and origin.

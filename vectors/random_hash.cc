@@ -100,28 +100,50 @@ void MaybeInvalid(CaseRng& rng, bool v41, int64_t v, std::vector<int64_t>& ids) 
   }
 }
 
-// §HASH.6 What a state with rollback capacity `capacity` (it retains the last
-// max - 1 + capacity ids) can still forget: `retained` ids are held, of which
-// min(position - k, max - 1) must remain after forgetting k. Rollbacks in a
-// row eat into what is retained until appends refill it.
+// §HASH.6 What a state with rollback capacity `capacity` must, and what the
+// reference does, forget. `depth` is the mandatory rollback depth of §HASH.6:
+// 0 for a fresh sequence, min(depth + n, capacity) after an append of n ids,
+// depth - k after a rollback by k; every conforming state accepts a rollback
+// by k <= depth. `retained` is what the reference holds (the last max - 1 +
+// capacity ids, less what rollbacks removed): of them min(position - k,
+// max - 1) must remain after forgetting k, so near the start of a sequence
+// it can forget more than the capacity, and rollbacks in a row eat into it
+// until appends refill it. Rollbacks between the two are a policy (feature
+// rollback-retained, §CONF.7).
 struct Retention {
-  int64_t position = 0, retained = 0;
+  int64_t position = 0, retained = 0, depth = 0;
   void Append(int64_t n, int64_t w, int64_t capacity) {
     position += n;
     retained = std::min(retained + n, w + capacity);
+    depth = std::min(depth + n, capacity);
   }
   int64_t MostForgettable(int64_t w) const {
     int64_t k = std::min(position, retained);
     while (k > 0 && retained - k < std::min(position - k, w)) --k;
     return k;
   }
+  // The most a case may roll back: the mandatory depth, or with the feature
+  // rollback-retained declared, all that the reference still holds.
+  int64_t Most(int64_t w, bool retained_policy) const { return retained_policy ? MostForgettable(w) : depth; }
   void Rollback(int64_t k) {
     position -= k;
     retained -= k;
+    depth = std::max<int64_t>(depth - k, 0);
   }
 };
 
-ojson DrawHash(uint64_t seed, int64_t index, bool v41) {
+constexpr const char* kRollbackRetained = "rollback-retained";
+
+// Whether a recipe was drawn for an implementation that declared the feature.
+bool RetainedPolicy(const ojson& r) {
+  if (!r.contains("features")) return false;
+  for (const ojson& f : r["features"]) {
+    if (f == kRollbackRetained) return true;
+  }
+  return false;
+}
+
+ojson DrawHash(uint64_t seed, int64_t index, bool v41, bool retained_policy) {
   const std::string suite = v41 ? "hash_v41" : "hash_demo";
   CaseRng layout_rng(seed, suite + "/layout", index / kCasesPerLayout);
   ojson r = DrawLayoutPart(layout_rng, v41);
@@ -136,9 +158,12 @@ ojson DrawHash(uint64_t seed, int64_t index, bool v41) {
     return r;
   }
   // §HASH.5-§HASH.6 a script over up to three named sequences; rollbacks stay
-  // within the capacity (beyond it a port may refuse or not, §HASH.6), and one
-  // in three goes exactly to the capacity or to the start.
+  // within the mandatory depth (beyond it a port may refuse or not, §HASH.6)
+  // or, with rollback-retained declared, within what the reference holds; one
+  // in three goes exactly to that limit. The draws are the same either way:
+  // only the limit differs.
   r["type"] = "HashStateTest";
+  if (retained_policy) r["features"] = ojson::array({kRollbackRetained});
   const int64_t capacity = rng.In(1, 12);
   r["capacity"] = capacity;
   std::map<std::string, Retention> seqs;
@@ -156,7 +181,7 @@ ojson DrawHash(uint64_t seed, int64_t index, bool v41) {
     } else if (op < 17) {
       auto it = seqs.begin();
       std::advance(it, rng.Below(static_cast<int64_t>(seqs.size())));
-      const int64_t most = it->second.MostForgettable(w);
+      const int64_t most = it->second.Most(w, retained_policy);
       const int64_t k = rng.Chance(1, 3) ? most : rng.In(0, most);
       it->second.Rollback(k);
       steps.push_back({{"op", "rollback"}, {"seq", it->first}, {"k", k}});
@@ -230,7 +255,7 @@ namespace {
 // cut to what its sequence still retains (Retention), a fork of an unknown
 // sequence is dropped. Then every append's rows and every positionAfter /
 // historyAfter are filled in by the reference (§HASH.5-§HASH.6).
-ojson RunScript(const Layout& layout, size_t capacity, const ojson& script, int64_t& positions) {
+ojson RunScript(const Layout& layout, size_t capacity, const ojson& script, bool retained_policy, int64_t& positions) {
   std::map<std::string, HashState> seqs;
   std::map<std::string, Retention> kept;
   const int64_t w = layout.max_ngram - 1;
@@ -257,7 +282,7 @@ ojson RunScript(const Layout& layout, size_t capacity, const ojson& script, int6
     } else if (op == "rollback") {
       auto it = seqs.find(step["seq"].get<std::string>());
       if (it == seqs.end()) continue;
-      const int64_t k = std::min(step["k"].get<int64_t>(), kept[it->first].MostForgettable(w));
+      const int64_t k = std::min(step["k"].get<int64_t>(), kept[it->first].Most(w, retained_policy));
       it->second.Rollback(static_cast<size_t>(k));
       kept[it->first].Rollback(k);
       out.push_back({{"op", "rollback"}, {"seq", it->first}, {"k", k}, {"positionAfter", it->second.position()},
@@ -349,7 +374,7 @@ RandomCase BuildHash(const ojson& r, bool v41) {
     c.group["rollbackCapacity"] = capacity;
     c.spec_refs = {"§HASH.5", "§HASH.6"};
     int64_t positions = 0;
-    c.test = {{"result", "valid"}, {"steps", RunScript(layout, capacity, r["steps"], positions)}};
+    c.test = {{"result", "valid"}, {"steps", RunScript(layout, capacity, r["steps"], RetainedPolicy(r), positions)}};
     // The recipe becomes the script as run (rollbacks cut, dead forks
     // dropped), so that a shrink step on it changes what is run.
     ojson script = ojson::array();
@@ -369,6 +394,9 @@ RandomCase BuildHash(const ojson& r, bool v41) {
       if (step.contains("k")) c.measure += step["k"].get<int64_t>();
     }
   }
+  // The comment is the same with the feature: the cases drawn with
+  // rollback-retained are then exactly those random-v2 drew before the
+  // default cases kept to the mandatory depth (their pinned digests show it).
   c.group["comment"] = "random case: " + c.size;
   return c;
 }
@@ -601,9 +629,16 @@ std::vector<ojson> ShrinkLayoutCase(const ojson& r) {
 }  // namespace
 
 RandomSuite RandomHash(bool v41) {
-  return {v41 ? "hash_v41" : "hash_demo", "hash.schema.json", "ENGRAM-HASH",
-          [v41](uint64_t seed, int64_t index) { return DrawHash(seed, index, v41); },
-          [v41](const ojson& r) { return BuildHash(r, v41); }, ShrinkHash};
+  return {v41 ? "hash_v41" : "hash_demo",
+          "hash.schema.json",
+          "ENGRAM-HASH",
+          [v41](uint64_t seed, int64_t index) { return DrawHash(seed, index, v41, false); },
+          [v41](const ojson& r) { return BuildHash(r, v41); },
+          ShrinkHash,
+          {kRollbackRetained},
+          [v41](uint64_t seed, int64_t index, const std::set<std::string>& declared) {
+            return DrawHash(seed, index, v41, declared.count(kRollbackRetained) != 0);
+          }};
 }
 
 RandomSuite RandomLayout() { return {"layout", "layout.schema.json", "ENGRAM-LAYOUT", DrawLayout, BuildLayoutCase, ShrinkLayoutCase}; }

@@ -13,8 +13,9 @@ int DefaultCaseThreads() {
   return static_cast<int>(std::clamp(n, 1u, 8u));
 }
 
-CaseStream::CaseStream(const RandomSuite& suite, uint64_t seed, int64_t count, int threads, int64_t lookahead)
-    : suite_(suite), seed_(seed), count_(count), lookahead_(std::max<int64_t>(lookahead, 1)) {
+CaseStream::CaseStream(const RandomSuite& suite, uint64_t seed, int64_t count, int threads, int64_t lookahead,
+                       std::set<std::string> declared)
+    : suite_(suite), seed_(seed), declared_(std::move(declared)), count_(count), lookahead_(std::max<int64_t>(lookahead, 1)) {
   if (threads <= 1) return;  // built on demand in Next()
   garbage_.resize(static_cast<size_t>(threads));
   for (int t = 0; t < threads; ++t) workers_.emplace_back([this, t] { Work(t); });
@@ -51,7 +52,7 @@ void CaseStream::Work(int worker) {
       Slot slot;
       slot.worker = worker;
       try {
-        slot.c = DrawCase(suite_, seed_, i);
+        slot.c = DrawCase(suite_, seed_, i, declared_);
       } catch (const std::exception& e) {  // engram::Error from a generator; anything else is one too
         slot.error = e.what();
         if (slot.error.empty()) slot.error = "unknown error";
@@ -69,7 +70,7 @@ void CaseStream::Work(int worker) {
 bool CaseStream::Next(RandomCase& out) {
   if (next_read_ >= count_) return false;
   if (workers_.empty()) {
-    out = DrawCase(suite_, seed_, next_read_++);
+    out = DrawCase(suite_, seed_, next_read_++, declared_);
     return true;
   }
   Slot slot;

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,7 +33,9 @@ class CaseStream {
   // Cases 0 ... count - 1 of `suite` under `seed`. With threads <= 1 each case
   // is built when Next() asks for it; with more, `threads` workers build up to
   // `lookahead` cases ahead of the reader (a bound on the memory held).
-  CaseStream(const RandomSuite& suite, uint64_t seed, int64_t count, int threads, int64_t lookahead = 256);
+  // `declared`: the policy features the implementation declared (DrawCase).
+  CaseStream(const RandomSuite& suite, uint64_t seed, int64_t count, int threads, int64_t lookahead = 256,
+             std::set<std::string> declared = {});
   // Stops the workers (a reader may stop early: the first failure of a suite)
   // and waits for them.
   ~CaseStream();
@@ -54,6 +57,7 @@ class CaseStream {
 
   const RandomSuite& suite_;
   const uint64_t seed_;
+  const std::set<std::string> declared_;
   const int64_t count_;
   const int64_t lookahead_;
   int64_t next_read_ = 0;   // the index Next() hands out next

@@ -1,6 +1,7 @@
 // spec/hash.md — suites `hash_v41` and `hash_demo` (§VEC.7): generator and verifier.
 #include <algorithm>
 #include <limits>
+#include <functional>
 #include <map>
 
 #include "reference/config.h"
@@ -81,11 +82,24 @@ Layout LayoutOf(const HashGroup& hg) {
 // The state tests need to roll back at most this many ids (§HASH.6).
 constexpr size_t kStateRollbackCapacity = 16;
 
-// Runs a HashStateTest's steps, filling in each append's expected rows.
+// §VEC.7 The sequence a step names: a rollback, or a fork from, of a name
+// no append has started is refused (the names are the runner's; a port has no
+// such sequence to act on).
+HashState& Named(std::map<std::string, HashState>& seqs, const std::string& name, const std::string& where) {
+  auto it = seqs.find(name);
+  if (it == seqs.end()) throw Error(where + ": sequence '" + name + "' was never appended to");
+  return it->second;
+}
+
+// Runs a HashStateTest's steps, filling in each append's expected rows
+// (§VEC.7: a fork onto a name that exists replaces that sequence). Throws
+// engram::Error, naming the step, for a step the reference refuses.
 ojson RunSteps(const Layout& layout, ojson steps) {
   std::map<std::string, HashState> seqs;
+  size_t index = 0;
   for (ojson& step : steps) {
     const std::string op = step["op"];
+    const std::string where = "step " + std::to_string(index++) + " (" + op + ")";
     if (op == "append") {
       const std::string name = step["seq"];
       auto it = seqs.find(name);
@@ -97,12 +111,17 @@ ojson RunSteps(const Layout& layout, ojson steps) {
       step["positionAfter"] = it->second.position();
       step["historyAfter"] = it->second.History();
     } else if (op == "rollback") {
-      HashState& s = seqs.at(step["seq"].get<std::string>());
-      s.Rollback(step["k"].get<size_t>());
+      HashState& s = Named(seqs, step["seq"].get<std::string>(), where);
+      try {
+        s.Rollback(step["k"].get<size_t>());
+      } catch (const Error& e) {
+        throw Error(where + ": " + e.what());
+      }
       step["positionAfter"] = s.position();
       step["historyAfter"] = s.History();
     } else if (op == "fork") {
-      seqs.insert_or_assign(step["to"].get<std::string>(), seqs.at(step["from"].get<std::string>()));
+      const HashState copy = Named(seqs, step["from"].get<std::string>(), where);
+      seqs.insert_or_assign(step["to"].get<std::string>(), copy);
     }
   }
   return steps;
@@ -125,6 +144,14 @@ ojson GenerateHash(bool v41) {
          "Speculative decoding: drafted ids are rolled back; a port that keeps the previous step's ids fails.",
          "§HASH.6");
   b.Note("Fork", "BASIC", "Two sequences share a prefix and continue independently.", "§HASH.6");
+  b.Note("ForkReplaces", "BASIC",
+         "A fork onto a name that exists replaces that sequence, like an assignment (§VEC.7: the runner owns the "
+         "names); a port that refuses it, or keeps the old sequence, fails.",
+         "§HASH.6");
+  b.Note("BadStep", "INVALID_INPUT",
+         "The last step must be refused (§HASH.6, §VEC.7): a rollback by more than the position, or a rollback or "
+         "fork of a name no append has started; every step before it succeeds.",
+         "§HASH.6");
   b.Note("OutOfRangeId", "INVALID_INPUT", "A compressed id >= V must be refused.", "§HASH.1");
   const std::vector<Mutant> mutants = MutantsFor(v41 ? Profile::kV41 : Profile::kDemoV1);
   AddMutantNotes(b, mutants);
@@ -158,6 +185,7 @@ ojson GenerateHash(bool v41) {
     groups.push_back({tiny, "demo-v1", 12, 1, "tiny layout (bases 7, 11, two heads, V = 12, seed 5, pad 1)"});
   }
 
+  std::vector<std::function<void()>> later;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const HashGroup& hg = groups[gi];
     const Layout layout = LayoutOf(hg);
@@ -318,8 +346,59 @@ ojson GenerateHash(bool v41) {
       add_steps({append("a", part(0, 9)), {{"op", "fork"}, {"from", "a"}, {"to", "b"}},
                  {{"op", "rollback"}, {"seq", "b"}, {"k", 3}}, append("b", other), append("a", part(9, 12))},
                 "fork, roll the fork back by 3, continue both", {"Fork", "Rollback"});
+      // Added with the fixed tests below in groups of their own after the
+      // existing ones, so that no existing tcId moves (§VEC.11).
+      later.push_back([&b, layout, sparams, seq, other, v41, mutants, mutant_layouts] {
+        const size_t lg = b.Group(sparams);
+        auto append = [](const std::string& name, const std::vector<int64_t>& ids) {
+          return ojson{{"op", "append"}, {"seq", name}, {"ids", ids}};
+        };
+        auto part = [&](size_t from, size_t to) {
+          return std::vector<int64_t>(seq.begin() + static_cast<std::ptrdiff_t>(from), seq.begin() + static_cast<std::ptrdiff_t>(to));
+        };
+        {
+          const ojson steps = {append("a", part(0, 9)), append("b", other), {{"op", "fork"}, {"from", "a"}, {"to", "b"}},
+                               append("b", part(9, 12)), append("a", other)};
+          ojson fields;
+          fields["result"] = "valid";
+          fields["steps"] = RunSteps(layout, steps);
+          std::vector<std::string> flags = WithMutantFlags({"Fork", "ForkReplaces"}, mutants, [&](Mutant m) {
+            return StepsChange(layout, mutant_layouts.at(m), m, steps);
+          });
+          if (v41 && RollbackDeadFails(layout, fields["steps"])) {
+            if (!b.HasNote(kRollbackDeadFlag)) AddRollbackDeadNote(b);
+            flags.push_back(kRollbackDeadFlag);
+          }
+          b.Test(lg, "fork onto the existing b: b is replaced by a copy of a, then both continue", flags,
+                 {"§HASH.5", "§HASH.6"}, fields);
+        }
+        // §HASH.6, §VEC.7 Steps that must be refused, after steps that
+        // succeed. The refusals are mandatory ones (not a rollback beyond the
+        // mandatory depth, which a port may refuse or accept).
+        auto add_invalid = [&](ojson steps, const std::string& comment) {
+          std::string error;
+          try {
+            RunSteps(layout, steps);
+          } catch (const Error& e) {
+            error = e.what();
+          }
+          if (error.empty()) throw Error("generator: the reference accepts the invalid HashStateTest '" + comment + "'");
+          ojson fields;
+          fields["steps"] = steps;
+          fields["result"] = "invalid";
+          fields["error"] = error;
+          b.Test(lg, comment, {"BadStep"}, {"§HASH.6"}, fields);
+        };
+        add_invalid({append("a", part(0, 3)), {{"op", "rollback"}, {"seq", "a"}, {"k", 4}}},
+                    "rollback by 4 after 3 ids: more than the position");
+        add_invalid({append("a", part(0, 3)), {{"op", "rollback"}, {"seq", "b"}, {"k", 0}}},
+                    "rollback of b, which no append has started (even by 0)");
+        add_invalid({append("a", part(0, 3)), {{"op", "fork"}, {"from", "b"}, {"to", "c"}}},
+                    "fork from b, which no append has started");
+      });
     }
   }
+  for (const auto& add : later) add();
   return b.Finish();
 }
 
@@ -338,32 +417,75 @@ void CheckHash(Checker& c, const Layout& layout, const json& t) {
   }
 }
 
+// §HASH.6 A valid test may roll back only by what every conforming state
+// accepts (k <= its mandatory rollback depth); an invalid one ends in a step
+// every conforming state refuses (k > position, a name never appended).
 void CheckHashState(Checker& c, const Layout& layout, size_t capacity, const json& t) {
   std::map<std::string, HashState> seqs;
+  std::map<std::string, size_t> depth;  // §HASH.6 the mandatory rollback depth of each sequence
+  const json& steps = t.at("steps");
+  const bool valid = IsValid(t);
+  if (!valid && steps.empty()) {
+    c.Problem(t, "an invalid HashStateTest needs a last step to refuse");
+    return;
+  }
   size_t index = 0;
-  for (const json& step : t.at("steps")) {
+  for (const json& step : steps) {
     const std::string op = step.at("op");
-    const std::string where = "step " + std::to_string(index++) + " (" + op + ")";
-    if (op == "append") {
-      const std::string name = step.at("seq");
-      auto it = seqs.find(name);
-      if (it == seqs.end()) it = seqs.emplace(name, HashState(layout, capacity)).first;
-      std::vector<int64_t> rows;
-      it->second.Append(step.at("ids").get<std::vector<int64_t>>(), rows);
-      c.Same(t, where + ": rows", step.at("rows"), json(NestRows(layout, rows)));
-      c.Same(t, where + ": positionAfter", step.at("positionAfter"), it->second.position());
-      c.Same(t, where + ": historyAfter", step.at("historyAfter"), json(it->second.History()));
-    } else if (op == "rollback") {
-      HashState& s = seqs.at(step.at("seq").get<std::string>());
-      s.Rollback(step.at("k").get<size_t>());
-      c.Same(t, where + ": positionAfter", step.at("positionAfter"), s.position());
-      c.Same(t, where + ": historyAfter", step.at("historyAfter"), json(s.History()));
-    } else if (op == "fork") {
-      seqs.insert_or_assign(step.at("to").get<std::string>(), seqs.at(step.at("from").get<std::string>()));
-    } else {
-      c.Problem(t, where + ": unknown op");
+    const std::string where = "step " + std::to_string(index) + " (" + op + ")";
+    const bool last = ++index == steps.size();
+    try {
+      if (op == "append") {
+        const std::string name = step.at("seq");
+        auto it = seqs.find(name);
+        if (it == seqs.end()) it = seqs.emplace(name, HashState(layout, capacity)).first;
+        const std::vector<int64_t> ids = step.at("ids").get<std::vector<int64_t>>();
+        std::vector<int64_t> rows;
+        it->second.Append(ids, rows);
+        depth[name] = std::min(depth[name] + ids.size(), capacity);
+        if (valid) {
+          c.Same(t, where + ": rows", step.at("rows"), json(NestRows(layout, rows)));
+          c.Same(t, where + ": positionAfter", step.at("positionAfter"), it->second.position());
+          c.Same(t, where + ": historyAfter", step.at("historyAfter"), json(it->second.History()));
+        }
+      } else if (op == "rollback") {
+        const std::string name = step.at("seq");
+        HashState& s = Named(seqs, name, where);
+        const json& kj = step.at("k");
+        if (!kj.is_number_integer() || (kj.is_number_integer() && !kj.is_number_unsigned() && kj.get<int64_t>() < 0)) {
+          throw Error(where + ": k must be a non-negative integer, got " + kj.dump());
+        }
+        const uint64_t k = kj.get<uint64_t>();
+        if (valid && k > depth[name]) {
+          c.Problem(t, where + ": rollback by " + std::to_string(k) + " exceeds the mandatory rollback depth " +
+                           std::to_string(depth[name]) + " (§HASH.6): a conforming port may refuse it");
+        }
+        s.Rollback(static_cast<size_t>(k));
+        depth[name] -= std::min<size_t>(depth[name], static_cast<size_t>(k));
+        if (valid) {
+          c.Same(t, where + ": positionAfter", step.at("positionAfter"), s.position());
+          c.Same(t, where + ": historyAfter", step.at("historyAfter"), json(s.History()));
+        }
+      } else if (op == "fork") {
+        const std::string from = step.at("from"), to = step.at("to");
+        const HashState copy = Named(seqs, from, where);
+        seqs.insert_or_assign(to, copy);  // §VEC.7 onto an existing name: replaces it
+        depth[to] = depth[from];
+      } else {
+        throw Error(where + ": unknown op " + json(op).dump());
+      }
+    } catch (const Error& e) {
+      if (valid) {
+        c.Problem(t, std::string("the reference refuses a step of a valid test: ") + e.what());
+      } else if (!last) {
+        c.Problem(t, std::string("the reference refuses a step before the last: ") + e.what());
+      } else if (op == "rollback" && std::string(e.what()).find("exceeds the retained history") != std::string::npos) {
+        c.Problem(t, std::string("the last step's refusal is a policy of §HASH.6, not mandatory: ") + e.what());
+      }
+      return;
     }
   }
+  if (!valid) c.Problem(t, "the reference accepts every step of a test the vector marks invalid");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "vectors/suite_hash_state.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "reference/config.h"
@@ -114,6 +115,11 @@ ojson Generate() {
          "sequence from its history.",
          "§HASH.9");
   b.Note("DeadInHistory", "EDGE_CASE", "The handed-off history holds DEAD (-1) ids (v4.1).", "§HASH.9");
+  b.Note("MidSequenceStart", "BASIC",
+         "The sequence began elsewhere: the first segment imports a history at position P > 0 (here up to beyond "
+         "2^32). `from` and `to` index `ids`; the sequence positions are P + from and P + to, which historyIn and "
+         "historyOut carry. A port that takes `from` for the position fails.",
+         "§HASH.9");
   b.Note("BadHistory", "INVALID_INPUT",
          "A history that does not fit the layout (wrong id count for its position, an id >= V, another layout's "
          "fingerprint): implementations must refuse to import it.",
@@ -131,6 +137,7 @@ ojson Generate() {
       {SmallV41Config({0, 3}, 5, 4, 2, 12), "v4.1", 12, 1, "tiny v4.1 layout (V = 12, pad 1)"},
       {DemoConfigJson(), "demo-v1", 129280, 2, "engram_demo_v1.py defaults, V = 129280"},
   };
+  std::vector<std::function<void()>> later;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const GroupSpec& gs = groups[gi];
     ojson cfg_doc = gs.config;
@@ -149,14 +156,15 @@ ojson Generate() {
         return false;
       };
     };
-    const size_t g = b.Group({{"type", "HashHandoffTest"},
-                              {"comment", gs.comment},
-                              {"profile", gs.profile},
-                              {"config", gs.config},
-                              {"compressedVocabSize", gs.v},
-                              {"compressedPad", gs.pad},
-                              {"layers", LayersJson(layout)},
-                              {"layoutFingerprint", LayoutFingerprint(layout)}});
+    const ojson group_params = {{"type", "HashHandoffTest"},
+                                {"comment", gs.comment},
+                                {"profile", gs.profile},
+                                {"config", gs.config},
+                                {"compressedVocabSize", gs.v},
+                                {"compressedPad", gs.pad},
+                                {"layers", LayersJson(layout)},
+                                {"layoutFingerprint", LayoutFingerprint(layout)}};
+    const size_t g = b.Group(group_params);
     InputRng rng(0x53544154 + gi);
     std::vector<int64_t> seq(14);
     for (int64_t& id : seq) id = rng.Below(gs.v);
@@ -201,6 +209,62 @@ ojson Generate() {
              {"§HASH.5", "§HASH.9"}, {{"sequences", seqs}, {"result", "valid"}, {"microBatches", batches}});
     }
 
+    // §HASH.9 Sequences that began elsewhere: the first segment imports a
+    // history at position P > 0, so a segment's positions are P + from ...
+    // P + to while from and to index `ids` (and `sequences[s]`).
+    // Added in groups of their own after the existing ones, so that no
+    // existing tcId moves (§VEC.11).
+    later.push_back([&b, layout, gs, v41, mutants, seq, gi, group_params, seed = cfg.seed] {
+      const size_t g = b.Group(group_params);
+      InputRng rng(0x50535452 + gi);
+      auto start_at = [&](int64_t position) {
+        HashHistory h{position, {}, LayoutFingerprint(layout)};
+        const int64_t need = std::min<int64_t>(position, layout.max_ngram - 1);
+        for (int64_t i = 0; i < need; ++i) h.ids.push_back(rng.Below(gs.v));
+        if (v41 && need >= 2) h.ids[static_cast<size_t>(need - 2)] = kDead;
+        return h;
+      };
+      // A mutant changes a test when it changes the rows of some sequence
+      // continued from its start history (its ids precede the sequence).
+      auto changed_from = [&](const std::vector<HashHistory>& starts, const std::vector<std::vector<int64_t>>& seqs) {
+        return [&, starts, seqs](Mutant m) {
+          const Layout ml = MutantLayout(m, layout, seed);
+          for (size_t i = 0; i < seqs.size(); ++i) {
+            std::vector<int64_t> all = starts[i].ids;
+            all.insert(all.end(), seqs[i].begin(), seqs[i].end());
+            HashState state = HashState::Import(layout, starts[i]);
+            std::vector<int64_t> rows;
+            state.Append(seqs[i], rows);
+            const int64_t first = starts[i].position - static_cast<int64_t>(starts[i].ids.size());
+            if (MutantRows(m, ml, all, first, starts[i].ids.size()) != rows) return true;
+          }
+          return false;
+        };
+      };
+      auto add_from = [&](int64_t position, const std::vector<size_t>& cuts, const std::string& comment) {
+        const HashHistory start = start_at(position);
+        const ojson segments = HandoffSegments(layout, start, seq, cuts);
+        b.Test(g, comment, WithMutantFlags({"MidSequenceStart"}, mutants, changed_from({start}, {seq})),
+               {"§HASH.5", "§HASH.9"}, {{"ids", seq}, {"result", "valid"}, {"segments", segments}});
+      };
+      add_from(1000, {1, 2, 9}, "a sequence that began elsewhere at position 1000, cut after 1, 2 and 9 of its ids");
+      add_from((int64_t{1} << 32) + 5, {0, 4},
+               "began elsewhere at position 2^32 + 5 (beyond 32 bits): an empty first segment, then a cut after 4");
+      add_from(1, {1, 3}, "began elsewhere at position 1: a history of one id, shorter than max - 1");
+      std::vector<std::vector<int64_t>> seqs;
+      for (size_t n : {size_t{6}, size_t{9}, size_t{4}}) {
+        std::vector<int64_t> s(n);
+        for (int64_t& id : s) id = rng.Below(gs.v);
+        seqs.push_back(s);
+      }
+      const std::vector<HashHistory> starts = {start_at(2), start_at((int64_t{1} << 33) + 3), start_at(0)};
+      const std::vector<std::vector<size_t>> cuts = {{1, 4}, {2, 3, 7}, {2}};
+      const ojson batches = HandoffMicroBatches(layout, starts, seqs, cuts);
+      b.Test(g, "micro-batches of three sequences that began at positions 2, 2^33 + 3 and 0",
+             WithMutantFlags({"MicroBatch", "MidSequenceStart"}, mutants, changed_from(starts, seqs)),
+             {"§HASH.5", "§HASH.9"}, {{"sequences", seqs}, {"result", "valid"}, {"microBatches", batches}});
+    });
+
     // Histories that must be refused on import.
     const HashHistory good = [&] {
       HashState st(layout);
@@ -223,6 +287,7 @@ ojson Generate() {
     other_layout.layout_fingerprint = std::string(64, '0');
     bad(other_layout, "a history exported by another layout (fingerprint of zeros)");
   }
+  for (const auto& add : later) add();
   return b.Finish();
 }
 

@@ -13,6 +13,15 @@
 namespace engram::vectors {
 namespace {
 
+// §VEC.5 The inputs of a BoundedIntegersTest.
+struct BoundedInputs {
+  uint64_t seed = 0;
+  int64_t low = 0;
+  uint128_t high = 0;  // exclusive, at most 2^63
+  uint64_t count = 0;
+};
+BoundedInputs BoundedIntegersOf(const json& t);
+
 // ---------------------------------------------------------------------------
 // multipliers (§RNG)
 
@@ -41,6 +50,14 @@ ojson GenerateMultipliers() {
   AddMutantNotes(b, {Mutant::kInt32Multipliers});
   b.Note("BoundOne", "EDGE_CASE", "V so large that bound = max(1, ...) = 1: every multiplier is 1.", "§RNG.4");
   b.Note("InvalidVocab", "INVALID_INPUT", "V < 1 has no multiplier bound: implementations must refuse it.", "§RNG.4");
+  b.Note("InvalidBounds", "INVALID_INPUT",
+         "Inputs numpy's Generator(PCG64(SeedSequence(seed))).integers refuses: low >= high, high beyond 2^63, a "
+         "negative seed, a negative count. Implementations must refuse them.",
+         "§RNG.3");
+  b.Note("InvalidLayerSeed", "INVALID_INPUT",
+         "A layer seed seed + 10007 * layer id that is no numpy seed: a negative seed or layer id, or a sum beyond "
+         "2^64 - 1. Implementations must refuse it.",
+         "§RNG.4");
 
   // BoundedIntegersTest: (low, high) pairs chosen per path.
   struct Range {
@@ -151,24 +168,110 @@ ojson GenerateMultipliers() {
   }
   b.Test(g, "V = -5 must be refused (upstream code gives multipliers of 1)", negative_flags, {"§RNG.4"},
          {{"seed", 0}, {"layerId", 1}, {"compressedVocabSize", negative_v}, {"maxNgram", 4}, {"result", "invalid"}});
+  // §RNG.4 The layer seed seed + 10007 * layer_id must be a valid numpy seed.
+  auto bad_seed = [&](int64_t seed, int64_t layer_id, const std::string& comment) {
+    std::string error;
+    try {
+      LayerMultipliers(seed, layer_id, 1000, 4);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    if (error.empty()) throw Error("generator: the reference accepts the invalid MultipliersTest '" + comment + "'");
+    b.Test(g, comment, {"InvalidLayerSeed"}, {"§RNG.4"},
+           {{"seed", seed}, {"layerId", layer_id}, {"compressedVocabSize", 1000}, {"maxNgram", 4}, {"result", "invalid"},
+            {"error", error}});
+  };
+  bad_seed(-1, 1, "a negative seed");
+  bad_seed(0, -1, "a negative layer id");
+  bad_seed(std::numeric_limits<int64_t>::max(), int64_t{1} << 51,
+           "seed + 10007 * layer id beyond 2^64 - 1 (seed 2^63 - 1, layer id 2^51)");
+  // §RNG.1, §RNG.3, §VEC.5 Inputs numpy refuses (ValueError), and so must a
+  // port: a group of their own after the others, so that no existing tcId
+  // moves (§VEC.11).
+  {
+    g = b.Group({{"type", "BoundedIntegersTest"}, {"dtype", "int64"}, {"endpoint", false}});
+    const uint64_t above = (uint64_t{1} << 63) + 1;
+    auto bad = [&](ojson seed, ojson low, ojson high, ojson count, const std::string& comment) {
+      ojson t = {{"seed", seed}, {"low", low}, {"high", high}, {"count", count}};
+      std::string error;
+      try {
+        BoundedIntegersOf(nlohmann::json::parse(t.dump()));
+      } catch (const Error& e) {
+        error = e.what();
+      }
+      if (error.empty()) throw Error("generator: the reference accepts the invalid BoundedIntegersTest '" + comment + "'");
+      t["result"] = "invalid";
+      t["error"] = error;
+      b.Test(g, comment, {"InvalidBounds"}, {"§RNG.1", "§RNG.3"}, t);
+    };
+    bad(1, 5, 5, 6, "low = high: an empty range");
+    bad(1, 10, 3, 6, "low > high");
+    bad(1, 0, above, 6, "high = 2^63 + 1: beyond int64 (numpy: high is out of bounds for int64)");
+    bad(-1, 0, 10, 6, "a negative seed (SeedSequence refuses it)");
+    bad(1, 0, 10, -1, "count -1 (negative dimensions are not allowed)");
+  }
+
   return b.Finish();
 }
 
+// §RNG.1, §RNG.3 The inputs of a BoundedIntegersTest, read by value (§VEC.4)
+// and checked as numpy checks them. Throws engram::Error naming the key and
+// the value for an input numpy refuses.
+BoundedInputs BoundedIntegersOf(const json& t) {
+  BoundedInputs in;
+  const json& seed = t.at("seed");
+  if (!seed.is_number_integer() || (!seed.is_number_unsigned() && seed.get<int64_t>() < 0)) {
+    throw Error("seed: " + seed.dump() + " is not a seed (SeedSequence takes an integer >= 0)");
+  }
+  in.seed = seed.get<uint64_t>();
+  const json& low = t.at("low");
+  if (!low.is_number_integer() || (low.is_number_unsigned() && low.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))) {
+    throw Error("low: " + low.dump() + " is not an int64");
+  }
+  in.low = low.get<int64_t>();
+  const json& high = t.at("high");
+  if (!high.is_number_integer()) throw Error("high: " + high.dump() + " is not an integer");
+  bool below_low = false;  // high <= low
+  if (high.is_number_unsigned()) {
+    if (high.get<uint64_t>() > (uint64_t{1} << 63)) {
+      throw Error("high: " + high.dump() + " is out of bounds for int64 (high may be at most 2^63)");
+    }
+    in.high = high.get<uint64_t>();
+    below_low = in.low >= 0 && high.get<uint64_t>() <= static_cast<uint64_t>(in.low);
+  } else {
+    in.high = static_cast<uint128_t>(high.get<int64_t>());  // as the reader above: two's complement in 128 bits
+    below_low = high.get<int64_t>() <= in.low;
+  }
+  if (below_low) throw Error("low >= high (low " + low.dump() + ", high " + high.dump() + ")");
+  const json& count = t.at("count");
+  if (!count.is_number_integer() || (!count.is_number_unsigned() && count.get<int64_t>() < 0)) {
+    throw Error("count: " + count.dump() + " is not a number of values (negative dimensions are not allowed)");
+  }
+  in.count = count.get<uint64_t>();
+  return in;
+}
+
 void CheckBoundedIntegers(Checker& c, const json& t) {
-  const uint64_t seed = t.at("seed").get<uint64_t>();
-  const int64_t low = t.at("low").get<int64_t>();
-  const json& hj = t.at("high");
-  const uint128_t high = hj.is_number_unsigned() ? static_cast<uint128_t>(hj.get<uint64_t>())
-                                                 : static_cast<uint128_t>(hj.get<int64_t>());
-  Pcg64 gen{SeedSequence(seed)};
-  std::vector<int64_t> values = IntegersWide(gen, low, high, t.at("count").get<size_t>());
+  BoundedInputs in;
+  try {
+    in = BoundedIntegersOf(t);
+  } catch (const Error& e) {
+    if (IsValid(t)) c.Problem(t, std::string("the reference refuses a valid test: ") + e.what());
+    return;
+  }
+  if (!IsValid(t)) {
+    c.Problem(t, "the reference accepts an input the vector marks invalid");
+    return;
+  }
+  Pcg64 gen{SeedSequence(in.seed)};
+  std::vector<int64_t> values = IntegersWide(gen, in.low, in.high, static_cast<size_t>(in.count));
   c.Expect(t, "values", values);
-  SeedSequence seq(seed);
-  const json& in = t.at("intermediate");
-  c.Same(t, "intermediate.pool", in.at("pool"), json(seq.pool()));
-  c.Same(t, "intermediate.generateState", in.at("generateState"), json(seq.GenerateState64(4)));
-  uint64_t rng = static_cast<uint64_t>(high - 1 - static_cast<uint128_t>(low));
-  c.Same(t, "intermediate.path", in.at("path"), std::string(BoundedPathName(BoundedPathFor(rng))));
+  SeedSequence seq(in.seed);
+  const json& inter = t.at("intermediate");
+  c.Same(t, "intermediate.pool", inter.at("pool"), json(seq.pool()));
+  c.Same(t, "intermediate.generateState", inter.at("generateState"), json(seq.GenerateState64(4)));
+  uint64_t rng = static_cast<uint64_t>(in.high - 1 - static_cast<uint128_t>(in.low));
+  c.Same(t, "intermediate.path", inter.at("path"), std::string(BoundedPathName(BoundedPathFor(rng))));
 }
 
 void CheckMultipliers(Checker& c, const json& t) {

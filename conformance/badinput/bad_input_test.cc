@@ -81,6 +81,17 @@ std::string FromHex(const std::string& hex) {
   return out;
 }
 
+// The number of tests in the committed vectors/v1/<suite>.json, counted from
+// the file (not by the runner), minus `less`: rows that state a suite's
+// counts say {tests:SUITE} so that appending vectors does not edit them.
+std::string TestsIn(const std::string& suite, int less) {
+  std::ifstream in(kRepo / "vectors" / "v1" / (suite + ".json"));
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  size_t n = 0;
+  for (const nlohmann::json& group : doc.at("testGroups")) n += group.at("tests").size();
+  return std::to_string(static_cast<long long>(n) - less);
+}
+
 std::string Expand(const std::string& s) {
   // {repo}: the source tree; {plugin}: the reference C-ABI plug-in;
   // {plugins}: the directory of the test plug-ins built beside it.
@@ -89,6 +100,20 @@ std::string Expand(const std::string& s) {
       {"{repo}", kRepo.string()}, {"{plugins}", plugins}, {"{plugin}", ENGRAM_PLUGIN}};
   std::string out;
   for (size_t at = 0; at < s.size();) {
+    // {tests:SUITE} / {tests:SUITE-K}: the number of tests in the committed
+    // vectors/v1/SUITE.json (minus K), counted from the file (TestsIn).
+    if (s.compare(at, 7, "{tests:") == 0) {
+      const size_t end = s.find('}', at);
+      std::string name = s.substr(at + 7, end - at - 7);
+      int less = 0;
+      if (const size_t dash = name.find('-'); dash != std::string::npos) {
+        less = std::stoi(name.substr(dash + 1));
+        name = name.substr(0, dash);
+      }
+      out += TestsIn(name, less);
+      at = end + 1;
+      continue;
+    }
     bool replaced = false;
     for (const auto& [key, value] : vars) {
       if (s.compare(at, key.size(), key) == 0) {

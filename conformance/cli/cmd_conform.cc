@@ -82,7 +82,9 @@ void AddConformCommand(CLI::App& app) {
   lib->excludes(exec);
   cmd->add_option("--suite", s->suites, "Only this suite (repeatable)");
   cmd->add_option("--profile", s->profile, "Only groups of this profile")->check(CLI::IsMember({"v4.1", "demo-v1"}));
-  cmd->add_option("--features", s->features, "Features to enable (repeatable; reported)");
+  cmd->add_option("--features", s->features,
+                  "Declare a feature besides those of the hello (repeatable; reported). Policy features "
+                  "(§CONF.7, e.g. rollback-retained) add the random cases that depend on that policy");
   cmd->add_option("--expect-fail", s->expect_fail, "JSON list of tcIds the port knowingly deviates on");
   cmd->add_option("--report-json", s->report_json, "Write every result as JSON here");
   cmd->add_option("--junit", s->junit, "Write JUnit XML here");

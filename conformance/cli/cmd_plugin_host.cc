@@ -246,7 +246,9 @@ class Hasher {
 
   std::unique_ptr<Hasher> Fork() const {
     if (api_.hasher_fork == nullptr) throw Unsupported{"engram_hasher_fork"};
-    return std::make_unique<Hasher>(api_, layout_, api_.hasher_fork(handle_));
+    engram_hasher* copy = api_.hasher_fork(handle_);
+    if (copy == nullptr) throw Refused{"engram_hasher_fork returned no state (NULL)"};
+    return std::make_unique<Hasher>(api_, layout_, copy);
   }
   // Rows nested [pos][layer][col].
   json Append(const std::vector<int64_t>& ids) {
@@ -861,9 +863,20 @@ json RunTest(const Api& api, const std::string& type, const json& group, const j
     Layout layout(api, group);
     const size_t capacity = group.value("rollbackCapacity", size_t{0});
     std::map<std::string, std::unique_ptr<Hasher>> seqs;
+    // §VEC.7 A rollback, or a fork from, a name no append has started is
+    // refused, naming the step and the name.
+    auto named = [&](const std::string& name, size_t index, const std::string& op) -> Hasher& {
+      auto it = seqs.find(name);
+      if (it == seqs.end()) {
+        throw Refused{"steps[" + std::to_string(index) + "] (" + op + "): sequence '" + name + "' was never appended to"};
+      }
+      return *it->second;
+    };
     json steps = test.at("steps");
+    size_t index = 0;
     for (json& step : steps) {
       const std::string op = step.at("op");
+      const size_t at = index++;
       if (op == "append") {
         auto& h = seqs[step.at("seq").get<std::string>()];
         if (!h) h = std::make_unique<Hasher>(api, layout, capacity);
@@ -871,12 +884,18 @@ json RunTest(const Api& api, const std::string& type, const json& group, const j
         step["positionAfter"] = h->position();
         step["historyAfter"] = h->history();
       } else if (op == "rollback") {
-        auto& h = seqs.at(step.at("seq").get<std::string>());
-        h->Rollback(Count(step.at("k")));
-        step["positionAfter"] = h->position();
-        step["historyAfter"] = h->history();
+        Hasher& h = named(step.at("seq").get<std::string>(), at, op);
+        h.Rollback(Count(step.at("k")));
+        step["positionAfter"] = h.position();
+        step["historyAfter"] = h.history();
       } else if (op == "fork") {
-        seqs[step.at("to").get<std::string>()] = seqs.at(step.at("from").get<std::string>())->Fork();
+        // §VEC.7 A fork onto a name that exists replaces that sequence: the
+        // unique_ptr assignment destroys the old state (engram_hasher_destroy),
+        // so nothing leaks.
+        std::unique_ptr<Hasher> copy = named(step.at("from").get<std::string>(), at, op).Fork();
+        seqs[step.at("to").get<std::string>()] = std::move(copy);
+      } else {
+        throw Refused{"steps[" + std::to_string(at) + "]: unknown op " + json(op).dump()};
       }
     }
     return {{"steps", steps}};

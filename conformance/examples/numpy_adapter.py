@@ -55,13 +55,20 @@ the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the ou
   rollback-dead          v4.1 rollback keeps only max-1 ids: overwritten slots read DEAD              RollbackReadsDead
   raw-beyond-dead        v4.1: a raw id >= T becomes DEAD (a llama.cpp fork) instead of a refusal     RawIdBeyondTokenizerDead
   official-indexing      v4.1: token_map[raw] with torch indexing (-1 -> map[T-1]), then the mask     OfficialTorchIndexing
-Bugs that every committed vector misses and the random cases (--random, §CONF.7) find:
+Bugs that the random cases (--random, §CONF.7) find, and every committed vector missed when they were planted
+(lazy-import and position-int32 fail the hash_state tests flagged MidSequenceStart now):
   ngram-cap-4            a fixed 4-slot window: orders above 4 read pad beyond the 4th slot
   heads-cap-8            8 head slots per order: head h >= 8 reuses head h - 8's prime and offset
   seed-low-32            the layer seed kept in 32 bits (seed + 10007 * layer_id mod 2^32)
   rollback-ring-short    a history ring one id short: rollback by the full capacity refused
   lazy-import            an imported history is merged on the first append: no ids in, no history out
   position-int32         an imported position kept in 32 bits (wraps from 2^31 on)
+`--variant NAME`: a choice the spec allows, or a reading of older docs that the vectors now pin (not bugs of a
+catalogued port; conform_tests runs each):
+  rollback-window-capacity  refuses every rollback by more than rollbackCapacity (§HASH.6 allows it: a policy)
+  handoff-position-from     imports each segment's history at position `from` (an index into ids), not at
+                            historyIn.position (the old guide's "historyIn.position = from")
+  fork-refuses-existing     refuses a fork onto a name that exists (§VEC.7: the fork replaces that sequence)
 """
 import argparse
 import hashlib
@@ -122,7 +129,14 @@ RANDOM_ONLY_BUGS = {
                    "exports its position with an empty history",
     "position-int32": "an imported position kept in a 32-bit int: a sequence past 2^31 ids resumes at the wrapped position",
 }
+# --variant NAME -> what the variant does (see the docstring).
+VARIANTS = {
+    "rollback-window-capacity": "a rollback window of exactly rollbackCapacity ids: rollback by more refused",
+    "handoff-position-from": "a segment's history imported at position `from` (the index into ids)",
+    "fork-refuses-existing": "a fork onto a name that exists is refused",
+}
 BUG = None
+VARIANT = None
 CLAIMED_SUITES = SUITES  # --claim: what the handshake claims (a port claims what it implements)
 CLAIMED_PROFILES = ["v4.1", "demo-v1"]  # --profiles
 UNSUPPORTED_TYPES = set()  # --unsupported TYPE: test types answered "unsupported" (skipped, not failed)
@@ -144,6 +158,8 @@ def multipliers(seed, layer_id, v, max_ngram):
     if seed < 0 or layer_id < 0:
         raise ValueError("seed and layer id must be >= 0")
     layer_seed = seed + 10007 * layer_id
+    if layer_seed > (1 << 64) - 1:  # §RNG.4 item 2 (numpy itself would take it)
+        raise ValueError(f"layer seed {layer_seed} is above 2^64 - 1")
     if BUG == "seed-low-32":
         layer_seed &= 0xFFFFFFFF
     rng = np.random.default_rng(layer_seed)
@@ -355,6 +371,8 @@ class State:
         w = self.layout["max_ngram"] - 1
         if k > self.position:
             raise ValueError("rollback past the start")
+        if VARIANT == "rollback-window-capacity" and k > self.capacity:
+            raise ValueError(f"rollback by {k} exceeds the rollback capacity {self.capacity}")
         if BUG == "rollback-dead" and self.layout["profile"] == "v4.1":
             # A ring of the last w ids only: the removed ids had overwritten older slots, which now read DEAD.
             ring = self.recent[-w:] if w else []
@@ -1244,6 +1262,8 @@ def run_test(type_, group, test):
                 s.rollback(step["k"])
                 step["positionAfter"], step["historyAfter"] = s.position, s.history()
             elif step["op"] == "fork":
+                if VARIANT == "fork-refuses-existing" and step["to"] in seqs:
+                    raise ValueError(f"fork onto {step['to']!r}, which exists")
                 src = seqs[step["from"]]
                 dst = State(layout, src.capacity)
                 dst.position, dst.recent = src.position, list(src.recent)
@@ -1255,7 +1275,10 @@ def run_test(type_, group, test):
 
         def segment(seg, ids):
             s = State(layout)
-            s.import_(seg["historyIn"], fp, fp)
+            h = seg["historyIn"]
+            if VARIANT == "handoff-position-from":
+                h = {"position": seg["from"], "history": h["history"]}
+            s.import_(h, fp, fp)
             seg = dict(seg)
             seg["rows"] = s.append(ids[seg["from"]:seg["to"]])
             seg["historyOut"] = {"position": s.position, "history": s.history()}
@@ -1290,7 +1313,8 @@ def accumulate(group, n, seed):
 def handle(req):
     op = req.get("op")
     if op == "hello":
-        return {"protocol": 1, "name": "numpy-adapter" + (f" (bug: {BUG})" if BUG else ""), "version": "1",
+        return {"protocol": 1, "name": "numpy-adapter" + (f" (bug: {BUG})" if BUG else "")
+                + (f" (variant: {VARIANT})" if VARIANT else ""), "version": "1",
                 "suites": CLAIMED_SUITES,
                 "profiles": CLAIMED_PROFILES, "features": []}
     try:
@@ -1315,9 +1339,10 @@ def handle(req):
 
 
 def main():
-    global BUG, CONTRACT, CLAIMED_SUITES, CLAIMED_PROFILES, UNSUPPORTED_TYPES
+    global BUG, VARIANT, CONTRACT, CLAIMED_SUITES, CLAIMED_PROFILES, UNSUPPORTED_TYPES
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bug", choices=list(BUGS) + list(RANDOM_ONLY_BUGS))
+    ap.add_argument("--variant", choices=list(VARIANTS))
     ap.add_argument("--list-bugs", action="store_true", help="print {bug: flag} as JSON and exit")
     ap.add_argument("--list-random-bugs", action="store_true",
                     help="print {bug: what it does} for the bugs only the random cases find, as JSON, and exit")
@@ -1330,6 +1355,7 @@ def main():
     ap.add_argument("--contract", help="report this hash contract (e.g. written by `engram contract`)")
     args = ap.parse_args()
     BUG = args.bug
+    VARIANT = args.variant
     CLAIMED_SUITES = args.claim or SUITES
     CLAIMED_PROFILES = args.profiles or CLAIMED_PROFILES
     UNSUPPORTED_TYPES = set(args.unsupported)

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "base/program_paths.h"
 
 namespace engram::conform::test {
@@ -67,6 +69,17 @@ inline Split ConformSplit(const std::string& args) {
 
 inline const std::string kVectors = std::string(ENGRAM_SOURCE_DIR) + "/vectors";
 inline const std::string kAdapter = std::string(ENGRAM_SOURCE_DIR) + "/conformance/examples/numpy_adapter.py";
+
+// The number of tests in the committed vectors/v1/<suite>.json, counted from
+// the file itself (not by the runner): the verdict counts the tests check are
+// written in terms of it, so that appending vectors does not mean editing every
+// count. `less` is subtracted (e.g. the one test a peer answered).
+inline std::string TestsIn(const std::string& suite, int less = 0) {
+  const nlohmann::json doc = nlohmann::json::parse(Slurp(kVectors + "/v1/" + suite + ".json"));
+  size_t n = 0;
+  for (const nlohmann::json& group : doc.at("testGroups")) n += group.at("tests").size();
+  return std::to_string(static_cast<long long>(n) - less);
+}
 
 inline std::string Python() {
   const char* p = std::getenv("ENGRAM_PYTHON");

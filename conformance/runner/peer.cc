@@ -75,6 +75,12 @@ Claims CheckHello(const json& hello, const std::set<std::string>& known_suites) 
   if (hello.contains("features") && !hello["features"].is_array()) {
     throw Error("handshake failed: 'features' is " + Short(hello["features"]) + ", not a list");
   }
+  if (hello.contains("features")) {
+    for (const json& f : hello["features"]) {
+      if (!f.is_string()) throw Error("handshake failed: 'features' holds " + Short(f) + ", not a string");
+      c.features.insert(f.get<std::string>());
+    }
+  }
   return c;
 }
 

@@ -20,6 +20,7 @@ struct Claims {
   std::string name, version;
   std::set<std::string> suites;    // suite names, or "*"
   std::set<std::string> profiles;  // "v4.1", "demo-v1", or "*"
+  std::set<std::string> features;  // §CONF.2 item 1 the hello's `features` (policies, §CONF.7)
   bool Suite(const std::string& s) const { return suites.count(s) || suites.count("*"); }
   bool Profile(const std::string& p) const { return profiles.count(p) || profiles.count("*"); }
 };

@@ -140,6 +140,7 @@ std::string ReplayLine(const Options& o) {
                      " --random-only";
   for (const std::string& s : o.suites) line += " --suite " + Quoted(s);
   if (o.profile) line += " --profile " + *o.profile;
+  for (const std::string& f : o.features) line += " --features " + Quoted(f);
   return line;
 }
 
@@ -149,6 +150,22 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
                 {"specVersion", vectors::kSpecVersion}, {"replay", ReplayLine(o)}, {"suites", json::object()}};
   out.lines.push_back("random: seed " + std::to_string(o.random_seed) + ", " + std::to_string(o.random_cases) +
                       " cases per suite (" + vectors::kRandomVersion + ", spec " + vectors::kSpecVersion + ")");
+  // §CONF.7 The policy features declared (hello `features` and --features):
+  // the cases that depend on a policy the spec leaves open are drawn only
+  // for an implementation that declared it.
+  std::set<std::string> declared = o.features;
+  declared.insert(claims.features.begin(), claims.features.end());
+  json policies = json::array();
+  std::string policy_names;
+  for (const auto& [name, meaning] : vectors::PolicyFeatures()) {
+    if (declared.count(name) == 0) continue;
+    policies.push_back(name);
+    policy_names += (policy_names.empty() ? "" : ", ") + name;
+  }
+  out.report["features"] = policies;
+  out.lines.push_back("random: policy features declared: " +
+                      (policy_names.empty() ? std::string("none (only the outcomes the spec makes mandatory are drawn)")
+                                            : policy_names + " (their cases are drawn too)"));
   const auto start = Clock::now();
   auto last_progress = start;
   for (const vectors::RandomSuite& gen : vectors::RandomSuites()) {
@@ -160,7 +177,7 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
     // Drawn ahead while the implementation answers (the order and the cases
     // are those of DrawCase); the stream stops its workers when this suite
     // stops early.
-    vectors::CaseStream stream(gen, o.random_seed, o.random_cases, o.random_threads);
+    vectors::CaseStream stream(gen, o.random_seed, o.random_cases, o.random_threads, 256, declared);
     vectors::RandomCase c;  // one object for every case: Next() gives the last one back to the thread that built it
     for (int64_t i = 0; i < o.random_cases; ++i) {
       try {

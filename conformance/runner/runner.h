@@ -21,7 +21,7 @@ struct Options {
   std::vector<std::string> command;    // the implementation's argv (JSON-lines, §CONF.2)
   std::set<std::string> suites;        // only these suites (empty: all)
   std::optional<std::string> profile;  // only groups of this profile
-  std::set<std::string> features;      // passed to nothing yet; reported
+  std::set<std::string> features;      // --features: declared besides the hello's (§CONF.7 policy features)
   std::filesystem::path expect_fail;   // §CONF.4 expected-failures file
   std::filesystem::path report_json;
   std::filesystem::path junit;

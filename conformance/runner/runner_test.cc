@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -73,7 +74,7 @@ TEST(Conform, NumpyAdapterPassesEverySuite) {
   Result r = Conform("--vectors " + kVectors + " --exec \"" + Python() + " " + kAdapter +
                      "\" --accumulate-max 100000 --report-json " + report.string());
   EXPECT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_THAT(r.out, HasSubstr("hash_v41: 58 pass"));
+  EXPECT_THAT(r.out, HasSubstr("hash_v41: 66 pass"));
   const json doc = json::parse(Slurp(report));
   std::map<std::string, int> passed;
   for (const json& t : doc["results"]) {
@@ -226,8 +227,8 @@ TEST(Conform, TheExampleAdapterClaimsPartOfTheSuite) {
   Result v41 = Conform("--vectors " + kVectors + " --exec \"" + Python() + " " + kAdapter +
                        " --claim hash_v41 layout --profiles v4.1\" --report-json " + report.string());
   EXPECT_EQ(v41.exit_code, 0) << v41.out;
-  EXPECT_THAT(v41.out, HasSubstr("hash_v41: 58 passed, 0 failed, 0 skipped"));
-  EXPECT_THAT(v41.out, HasSubstr("hash_demo: 0 passed, 0 failed, 46 skipped"));
+  EXPECT_THAT(v41.out, HasSubstr("hash_v41: " + TestsIn("hash_v41") + " passed, 0 failed, 0 skipped"));
+  EXPECT_THAT(v41.out, HasSubstr("hash_demo: 0 passed, 0 failed, " + TestsIn("hash_demo") + " skipped"));
   const json doc = json::parse(Slurp(report));
   int layout_passed = 0, layout_skipped = 0;
   for (const json& t : doc["results"]) {
@@ -264,7 +265,7 @@ TEST(Conform, CrashingPeerIsAReportedFailureAndTheRunGoesOn) {
   EXPECT_THAT(r.out, HasSubstr("tcId 3 (crashed)"));
   EXPECT_THAT(r.out, HasSubstr("signal 11"));
   EXPECT_THAT(r.out, HasSubstr("boom"));
-  EXPECT_THAT(r.out, HasSubstr("91 skipped"));  // every other test still ran (and was unsupported)
+  EXPECT_THAT(r.out, HasSubstr(TestsIn("multipliers", 1) + " skipped"));  // every other test still ran (and was unsupported)
 }
 
 TEST(Conform, HangingPeerTimesOut) {
@@ -308,12 +309,12 @@ TEST(Verdict, APeerThatSupportsNothingIsNotOk) {
   EXPECT_THAT(all.out, Not(HasSubstr("conformance: OK")));
   EXPECT_THAT(all.out, HasSubstr("conformance: FAILED: 0 passed, 0 failed,"));
   EXPECT_THAT(all.out, HasSubstr("nothing was tested"));
-  EXPECT_THAT(all.out, HasSubstr("multipliers: 0 passed, 0 failed, 92 skipped"));
-  EXPECT_THAT(all.out, HasSubstr("multipliers: answered by the implementation, but no non-trivial valid test of it passed (skipped: 92 unsupported)"));
+  EXPECT_THAT(all.out, HasSubstr("multipliers: 0 passed, 0 failed, " + TestsIn("multipliers") + " skipped"));
+  EXPECT_THAT(all.out, HasSubstr("multipliers: answered by the implementation, but no non-trivial valid test of it passed (skipped: " + TestsIn("multipliers") + " unsupported)"));
   // One suite asked for by name.
   Result one = Conform("--vectors " + kVectors + " --suite layout " + ShellPeer("nothing", "[\"multipliers\",\"layout\"]", kUnsupported));
   EXPECT_EQ(one.exit_code, 1) << one.out;
-  EXPECT_THAT(one.out, HasSubstr("layout: requested with --suite, but no non-trivial valid test of it passed (skipped: 13 unsupported)"));
+  EXPECT_THAT(one.out, HasSubstr("layout: requested with --suite, but no non-trivial valid test of it passed (skipped: " + TestsIn("layout") + " unsupported)"));
   EXPECT_THAT(one.out, Not(HasSubstr("conformance: OK")));
 }
 
@@ -401,13 +402,13 @@ TEST(Verdict, AHangingPeerStopsTheSuiteAfterConsecutiveTimeouts) {
                      ShellPeer("hang", "[\"multipliers\"]", "sleep 60"));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_LT(seconds, 30) << "92 tests x 1 s would be 92 s";
-  EXPECT_THAT(r.out, HasSubstr("multipliers: 0 passed, 3 failed, 89 skipped"));
+  EXPECT_LT(seconds, 30) << "100 tests x 1 s would be 100 s";
+  EXPECT_THAT(r.out, HasSubstr("multipliers: 0 passed, 3 failed, " + TestsIn("multipliers", 3) + " skipped"));
   EXPECT_THAT(r.out, HasSubstr("SUITE FAILED: stopped after 3 consecutive unanswered tests (tcIds 1, 2, 3)"));
   EXPECT_THAT(r.out, Not(HasSubstr("conformance: OK")));
   Result k = Conform("--vectors " + kVectors + " --suite multipliers --timeout 1 --max-timeouts 1 " +
                      ShellPeer("hang", "[\"multipliers\"]", "sleep 60"));
-  EXPECT_THAT(k.out, HasSubstr("multipliers: 0 passed, 1 failed, 91 skipped"));
+  EXPECT_THAT(k.out, HasSubstr("multipliers: 0 passed, 1 failed, " + TestsIn("multipliers", 1) + " skipped"));
 }
 
 // §CONF.4: the failing position's intermediates, and the first differing
@@ -504,7 +505,7 @@ TEST(Verdict, OneProfileSkipsTheOtherEverywhere) {
   EXPECT_EQ(not_claimed, demo);
   Result filtered = Conform("--vectors " + kVectors + " --suite layout --profile v4.1 --lib " + ENGRAM_PLUGIN);
   EXPECT_EQ(filtered.exit_code, 0) << filtered.out;
-  EXPECT_THAT(filtered.out, HasSubstr("layout: " + std::to_string(13 - demo) + " passed, 0 failed, 0 skipped"));
+  EXPECT_THAT(filtered.out, HasSubstr("layout: " + std::to_string(std::stoul(TestsIn("layout")) - demo) + " passed, 0 failed, 0 skipped"));
 }
 
 // The tcId of the first test of `suite` with the given result.
@@ -527,9 +528,9 @@ TEST(Verdict, RefusingInvalidInputsAloneIsNotOk) {
   for (const std::string& claims : {"[\"multipliers\"]", "[\"*\"]"}) {
     Result r = Conform("--vectors " + kVectors + " " + ShellPeer("refuser", claims, kUnsupported, refuse));
     EXPECT_EQ(r.exit_code, 1) << claims << r.out;
-    EXPECT_THAT(r.out, HasSubstr("multipliers: 1 passed, 0 failed, 91 skipped")) << claims;
+    EXPECT_THAT(r.out, HasSubstr("multipliers: 1 passed, 0 failed, " + TestsIn("multipliers", 1) + " skipped")) << claims;
     EXPECT_THAT(r.out, HasSubstr("multipliers: answered by the implementation, but no non-trivial valid test of it passed "
-                                 "(1 invalid input(s) refused, skipped: 91 unsupported)")) << claims;
+                                 "(1 invalid input(s) refused, skipped: " + TestsIn("multipliers", 1) + " unsupported)")) << claims;
     EXPECT_THAT(r.out, HasSubstr("nothing was tested: no non-trivial valid test passed")) << claims;
     EXPECT_THAT(r.out, Not(HasSubstr("conformance: OK"))) << claims;
   }
@@ -567,7 +568,7 @@ TEST(Verdict, StaleExpectedFailuresAreTestedAndReported) {
   std::ofstream(expect) << list.dump();
   Result r = Conform("--vectors " + kVectors + " --suite layout --lib " + ENGRAM_PLUGIN + " --expect-fail " + expect.string());
   EXPECT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_THAT(r.out, HasSubstr("layout: 0 passed, 0 failed, 0 skipped, 13 stale"));
+  EXPECT_THAT(r.out, HasSubstr("layout: 0 passed, 0 failed, 0 skipped, " + TestsIn("layout") + " stale"));
   EXPECT_THAT(r.out, HasSubstr("conformance: OK"));
   Result strict = Conform("--vectors " + kVectors + " --suite layout --lib " + ENGRAM_PLUGIN + " --strict-stale --expect-fail " +
                           expect.string());
@@ -777,7 +778,7 @@ TEST(PluginHost, TheLibrarysStdoutGoesToStderr) {
   const std::string lib = std::string(ENGRAM_TEST_PLUGIN_DIR) + "/libengram_noisy_plugin.so";
   const Split r = ConformSplit("--vectors " + kVectors + " --suite layout --lib " + lib);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_THAT(r.out, HasSubstr("conformance: OK: 13 passed, 0 failed, 0 skipped"));
+  EXPECT_THAT(r.out, HasSubstr("conformance: OK: " + TestsIn("layout") + " passed, 0 failed, 0 skipped"));
   EXPECT_THAT(r.out, Not(HasSubstr("hello from plugin")));
 }
 
@@ -949,6 +950,65 @@ TEST(ConformSplit, NestedStepOutputsAreStripped) {
       R"({"steps":[{"op":"append","seq":"a","ids":[1],"rows":[[[5]]],"positionAfter":1,"historyAfter":[2]}]})");
   EXPECT_EQ(engram::conform::CompareOrdered("HashStateTest", s.expected, actual),
             "steps[0].historyAfter[0]: expected 1, got 2");
+}
+
+// The failing and the flagged tests ("suite:tcId") of one run of the numpy
+// adapter with `args` over `suites`.
+struct FailedAndFlagged {
+  Result r;
+  std::set<std::string> failed, flagged;
+};
+FailedAndFlagged RunAdapter(const std::string& args, const std::vector<std::string>& suites, const std::string& flag) {
+  const fs::path report = Dir() / "variant.json";
+  std::string only;
+  for (const std::string& s : suites) only += " --suite " + s;
+  FailedAndFlagged out{Conform("--vectors " + kVectors + " --exec \"" + Python() + " " + kAdapter + " " + args + "\"" +
+                               only + " --report-json " + report.string()),
+                       {},
+                       {}};
+  const json doc = json::parse(Slurp(report));
+  for (const json& t : doc["results"]) {
+    if (t["suite"] == "contract") continue;
+    const std::string id = t["suite"].get<std::string>() + ":" + t["tcId"].dump();
+    if (t["status"] == "fail") out.failed.insert(id);
+    for (const json& f : t["flags"]) {
+      if (f == flag) out.flagged.insert(id);
+    }
+  }
+  return out;
+}
+
+// §HASH.9 (issue 28 item 1): `from` and `to` index a test's ids; a sequence
+// that began elsewhere continues at P + from. A port that imports at position
+// `from` (the old guide's "historyIn.position = from") fails exactly the
+// tests whose sequence starts at P > 0 (flag MidSequenceStart), and passes the
+// others; the faithful adapter passes all of them.
+TEST(HandoffPositions, APortThatImportsAtFromFailsExactlyTheMidSequenceTests) {
+  if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
+  const FailedAndFlagged v = RunAdapter("--variant handoff-position-from", {"hash_state"}, "MidSequenceStart");
+  EXPECT_EQ(v.r.exit_code, 1) << v.r.out;
+  EXPECT_GE(v.flagged.size(), 12u);  // 4 per group: P = 1, 1000, 2^32 + 5 and a micro-batch test
+  EXPECT_EQ(v.failed, v.flagged) << v.r.out;
+  const FailedAndFlagged fair = RunAdapter("", {"hash_state"}, "MidSequenceStart");
+  EXPECT_EQ(fair.r.exit_code, 0) << fair.r.out;
+  EXPECT_TRUE(fair.failed.empty());
+}
+
+// §VEC.7 (issue 28 item 2): a fork onto a name that exists replaces that
+// sequence. A port that refuses it fails exactly the tests flagged
+// ForkReplaces; the faithful adapter passes them, and refuses the invalid
+// HashStateTests (BadStep: rollback past the start, rollback or fork of a
+// name never appended).
+TEST(ForkOntoAnExistingName, APortThatRefusesItFailsExactlyTheForkReplacesTests) {
+  if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
+  const FailedAndFlagged v = RunAdapter("--variant fork-refuses-existing", {"hash_v41", "hash_demo"}, "ForkReplaces");
+  EXPECT_EQ(v.r.exit_code, 1) << v.r.out;
+  EXPECT_EQ(v.flagged.size(), 4u);  // one per group of each suite
+  EXPECT_EQ(v.failed, v.flagged) << v.r.out;
+  const FailedAndFlagged fair = RunAdapter("", {"hash_v41", "hash_demo"}, "BadStep");
+  EXPECT_EQ(fair.r.exit_code, 0) << fair.r.out;
+  EXPECT_EQ(fair.flagged.size(), 12u);  // three per group of each suite, all refused
+  EXPECT_TRUE(fair.failed.empty());
 }
 
 }  // namespace
