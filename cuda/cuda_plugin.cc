@@ -663,12 +663,10 @@ int engram_gate(const char* profile, double dot, double* gate, char* err, size_t
   try {
     const std::string p = profile != nullptr ? profile : "";
     if (p != "v4.1" && p != "demo-v1") throw Error("profile: \"" + p + "\" is neither \"v4.1\" nor \"demo-v1\"");
-    // A float32 implementation receives the dot as float32. A non-zero dot
-    // below float32's range would round to ±0, where sign() (demo-v1) is 0;
-    // every |dot| <= 1e-6 clamps alike, so the smallest float32 of its sign
-    // gives the gate the double's own value has.
-    float d = static_cast<float>(dot);
-    if (d == 0.0f && dot != 0.0) d = dot > 0 ? std::numeric_limits<float>::denorm_min() : -std::numeric_limits<float>::denorm_min();
+    // A float32 implementation receives the dot as float32, as the published
+    // code does: a non-zero dot below float32's range rounds to ±0, where
+    // sign() (demo-v1) is 0 and the gate 0.5 (§FUS.6; the mirror does the same).
+    const float d = static_cast<float>(dot);
     const std::vector<float> g = OnBackend([&]<class Backend>() {
       return engram::cuda::GateFunction<Backend>(p == "v4.1", std::span<const float>(&d, 1));
     });

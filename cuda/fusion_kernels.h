@@ -359,8 +359,8 @@ ENGRAM_HD void ConvNormThread(const ShortConvArgs& a, int64_t g) {
 
 // Kernel 2, one thread per (step, channel): the causal dilated depthwise
 // conv, conv[t] = sum_j W[j] * n[t - (kernel-1-j) * dilation] (taps before
-// step 0 read the zero padding and are skipped, as in the mirror: the last
-// tap is the present step), SiLU; then optionally output = value + act and
+// step 0 multiply the zero padding, as in the mirror: W * 0 is NaN for a
+// non-finite W; the last tap is the present step), SiLU; then optionally output = value + act and
 // hidden_after = output + hidden (§FUS.7).
 ENGRAM_HD void ConvThread(const ShortConvArgs& a, int64_t g) {
   const int64_t channels = static_cast<int64_t>(a.hc) * a.hidden;
@@ -370,8 +370,8 @@ ENGRAM_HD void ConvThread(const ShortConvArgs& a, int64_t g) {
   float acc = 0.0f;
   for (int32_t j = 0; j < a.kernel; ++j) {
     const int64_t back = static_cast<int64_t>(a.kernel - 1 - j) * a.dilation;
-    if (back > t) continue;  // zero padding
-    acc = FAdd(acc, FMul(w[j], a.normed[(t - back) * channels + ch]));
+    const float n = back > t ? 0.0f : a.normed[(t - back) * channels + ch];  // zero padding
+    acc = FAdd(acc, FMul(w[j], n));
   }
   const float act = SiluF(acc);
   a.act[g] = act;

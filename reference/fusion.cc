@@ -118,6 +118,10 @@ GateParts GateV41(double dot, Precision p) {
 // §FUS.6 demo-v1: sigmoid(sqrt(max(|g|, 1e-6)) * sign(g)). torch.sign is
 // (0 < g) - (g < 0): 0 for +0, -0 and NaN.
 GateParts GateDemo(double gv, Precision p) {
+  // The published code computes g as a float32 tensor: a float64 g (the input
+  // of a GateFunctionTest) is first rounded, so one that underflows to +-0 has
+  // sign 0 and gives exactly 0.5 (a no-op for a g the mirror computed itself).
+  gv = Round(gv, p);
   GateParts g;
   const double a = std::fabs(gv);
   g.clamped = std::isnan(a) ? kNaN : std::max(a, GateClamp(p));
@@ -377,8 +381,11 @@ ShortConvTrace ShortConv(std::span<const double> value, size_t steps, const Demo
         // Conv1d is a cross-correlation over the input padded with
         // (kernel-1)*dilation zeros on the left; the last tap is the present.
         const size_t back = (q.kernel - 1 - j) * q.dilation;
-        if (back > t) continue;  // zero padding: w * 0 adds nothing (+0 + ±0 = +0)
-        acc = Round(acc + Round(q.conv_w[ch * q.kernel + j] * s.normed[(t - back) * C + ch], p), p);
+        // Before step 0 the tap reads the zero padding: the term is w * 0, which
+        // adds nothing for a finite w (+0 + ±0 = +0: these taps come first) but
+        // is NaN for w = ±inf or NaN, as in torch's Conv1d (IEEE arithmetic).
+        const double n = back > t ? 0.0 : s.normed[(t - back) * C + ch];
+        acc = Round(acc + Round(q.conv_w[ch * q.kernel + j] * n, p), p);
       }
       s.conv[t * C + ch] = acc;
       s.act[t * C + ch] = Silu(acc, p);

@@ -81,6 +81,22 @@ TEST(Gate, SignedZeroV41VersusDemo) {
   EXPECT_EQ(GateDemo(-0.0, k32).gate, 0.5);
 }
 
+// §FUS.6: the demo gate's input is a float32 tensor upstream, so a float64 g
+// that rounds to +-0 in float32 has sign 0 and gives exactly 0.5 in the mirror
+// (torch: tensor(1e-50, float32) = +0, sign(+0) = 0, sigmoid(0) = 0.5); the
+// float64 evaluation keeps sigmoid(+-0.001).
+TEST(Gate, DemoFloat32InputRoundsToZeroFirst) {
+  for (double g : {1e-50, -1e-50, std::ldexp(1.0, -151), -std::ldexp(1.0, -1074)}) {
+    EXPECT_EQ(GateDemo(g, k32).gate, 0.5) << g;
+    EXPECT_EQ(GateDemo(g, k32).signed_root, 0.0) << g;
+    EXPECT_EQ(GateDemo(g, k64).gate, GateDemo(std::copysign(1e-6, g), k64).gate) << g;
+  }
+  // The smallest float32 subnormal survives the rounding: its sign counts.
+  const double tiny = std::ldexp(1.0, -149);
+  EXPECT_GT(GateDemo(tiny, k32).gate, 0.5);
+  EXPECT_LT(GateDemo(-tiny, k32).gate, 0.5);
+}
+
 TEST(Gate, ClampBelowOneMillionth) {
   // Every |dot| <= 1e-6 gives the same gate as 1e-6 itself.
   for (double d : {1e-300, 1e-9, 5e-7, 1e-6}) {
@@ -245,6 +261,34 @@ TEST(Demo, ShortConvTapOrderByHand) {
     EXPECT_DOUBLE_EQ(s.conv[t], want) << "t = " << t;
     EXPECT_DOUBLE_EQ(s.act[t], want / (1.0 + std::exp(-want))) << "t = " << t;
   }
+}
+
+// §FUS.7: the left padding is zeros that the taps multiply (IEEE: inf * 0 and
+// NaN * 0 are NaN), as torch's Conv1d does; a finite tap on the padding adds
+// +-0, which leaves the +0 accumulator as it is.
+TEST(Demo, ShortConvNonFiniteTapMeetsPadding) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double w0 : {inf, -inf, std::nan("")}) {
+    DemoParams q = TinyDemo(1, 1, 1, 4, 1);
+    q.conv_w[0] = w0;  // tap 0 reads t - 3: the padding for t = 0, 1, 2
+    std::vector<double> value(5, 1.0);
+    for (Precision p : {k64, k32}) {
+      ShortConvTrace s = ShortConv(value, 5, q, p);
+      for (size_t t = 0; t < 3; ++t) EXPECT_TRUE(std::isnan(s.conv[t])) << "w0 " << w0 << ", t = " << t;
+      for (size_t t = 3; t < 5; ++t) {  // tap 0 on a real step: w0 * n with n ~ 1
+        if (std::isnan(w0)) EXPECT_TRUE(std::isnan(s.conv[t])) << t;
+        else EXPECT_EQ(s.conv[t], w0) << t;
+      }
+    }
+  }
+  // A finite tap on the padding changes nothing, -0 included.
+  DemoParams q = TinyDemo(1, 1, 1, 4, 1);
+  q.conv_w = {-0.0, -3.0, 2.0, 0.5};
+  std::vector<double> value = {1.0, 1.0};
+  const ShortConvTrace s = ShortConv(value, 2, q, k32);
+  const double n0 = s.normed[0];
+  EXPECT_EQ(s.conv[0], Round(0.5 * n0, k32));
+  EXPECT_EQ(s.conv[1], Round(Round(2.0 * n0, k32) + Round(0.5 * n0, k32), k32));
 }
 
 TEST(Demo, GateByHand) {

@@ -52,6 +52,7 @@ std::string FusionMutantBug(FusionMutant m) {
 }
 
 GateParts MutantGate(FusionMutant m, bool demo, double dot, Precision p) {
+  if (demo) dot = Round(dot, p);  // the demo gate's input is a float32 tensor (§FUS.6)
   if (!demo && m == FusionMutant::kSignGate) return MutantGateV41(Mutant::kSignGate, dot, p);
   GateParts g = demo ? GateDemo(dot, p) : GateV41(dot, p);
   if (m == FusionMutant::kPlusEps) {
@@ -163,8 +164,8 @@ ShortConvTrace MutantShortConv(FusionMutant m, std::span<const double> value, si
       for (size_t j = 0; j < q.kernel; ++j) {
         // Time-reversed: tap j reads j dilations back (tap 0 the present).
         const size_t back = (m == FusionMutant::kTapOrder ? j : q.kernel - 1 - j) * q.dilation;
-        if (back > t) continue;
-        acc = Round(acc + Round(q.conv_w[ch * q.kernel + j] * s.normed[(t - back) * C + ch], p), p);
+        const double n = back > t ? 0.0 : s.normed[(t - back) * C + ch];  // the zero padding (§FUS.7)
+        acc = Round(acc + Round(q.conv_w[ch * q.kernel + j] * n, p), p);
       }
       s.conv[t * C + ch] = acc;
       s.act[t * C + ch] = Silu(acc, p);

@@ -1139,7 +1139,7 @@ ojson FusionTolerance(const std::string& type, const std::string& profile) {
                           {"gate", Rule(2, -18, "gateSlope")},
                           {"value", Rule(2, -17, "maxAbsVector")}});
   }
-  if (type == "ShortConvTest") return ToleranceJson({{"output", Rule(2, -17, "maxAbsVector")}});
+  if (type == "ShortConvTest") return ToleranceJson({{"output", Rule(2, -17, "convTerms")}});
   if (type == "EngramForwardTest" && profile == "v4.1") {
     return ToleranceJson({{"kv", FaithfulRule()}, {"gate", Rule(2, -18, "gateSlope")}, {"out", FaithfulRule()}});
   }

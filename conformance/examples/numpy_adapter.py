@@ -944,6 +944,8 @@ def gate_fn(d, p, profile):
     --bug plus-eps: sqrt(|d| + 1e-6) in both gates instead of the clamp.
     --bug copysign: the demo gate written with copysign like v4.1's (sigmoid(+-0.001) at g = +-0).
     """
+    if profile != "v4.1":
+        d = rnd(d, p)  # the demo gate's g is a float32 tensor: a float64 g rounding to +-0 has sign 0
     a = abs(d)
     if BUG == "plus-eps":
         clamped = rnd(a + rnd(1e-6, p), p)  # NaN + eps is NaN
@@ -1116,8 +1118,8 @@ class Demo:
                 acc = 0.0
                 for j in range(self.kernel):
                     back = (j if BUG == "tap-order" else self.kernel - 1 - j) * self.dil
-                    if back <= t:
-                        acc = rnd(acc + rnd(self.convWeight[ch * self.kernel + j] * normed[(t - back) * C + ch], p), p)
+                    n = normed[(t - back) * C + ch] if back <= t else 0.0  # the zero padding: inf * 0 is NaN
+                    acc = rnd(acc + rnd(self.convWeight[ch * self.kernel + j] * n, p), p)
                 out.append(silu(acc, p))
         return out
 

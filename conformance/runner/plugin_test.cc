@@ -30,6 +30,7 @@
 #include "conformance/runner/runner.h"
 #include "engram/conformance.h"
 #include "reference/fusion.h"
+#include "vectors/suite_fusion.h"
 
 // A namespace of its own: the suite's files are compiled together (unity build).
 namespace plugin_test {
@@ -847,6 +848,69 @@ TEST(CompareRules, MaskedGateMustBePlusZero) {
   EXPECT_THAT(engram::conform::CompareOrdered("V41GateTest", g, s.expected, actual), HasSubstr("must be +0"));
   actual["gate"][0] = "-0x0.0p+0";
   EXPECT_THAT(engram::conform::CompareOrdered("V41GateTest", g, s.expected, actual), HasSubstr("must be +0"));
+}
+
+// §FUS.9: "+0 exactly" is the masked v4.1 gate's rule. demo-v1 has no masking, and
+// torch's sign of a zero result depends on the kernel (Linear(1, 1) adds the bias
+// first and can give -0 where the mirror's +0 accumulator gives +0): a demo output
+// whose reference and mirror are +0 accepts -0.
+TEST(CompareRules, DemoZeroOutputAcceptsEitherSign) {
+  const Case c = Find("gate_demo", "DemoGateTest", AnyValid);
+  const ojson g = OGroup(*c.group);
+  auto s = Split("DemoGateTest", *c.test);
+  s.expected["value"]["float64"][0] = "0x0.0p+0";
+  s.expected["value"]["float32"][0] = "0x0.0p+0";
+  ojson actual = {{"gate", ojson::parse(c.test->at("gate")["float64"].dump())},
+                  {"value", s.expected["value"]["float64"]}};
+  EXPECT_EQ(engram::conform::CompareOrdered("DemoGateTest", g, s.expected, actual), "");
+  actual["value"][0] = "-0x0.0p+0";
+  EXPECT_EQ(engram::conform::CompareOrdered("DemoGateTest", g, s.expected, actual), "");
+  actual["value"][0] = "0x1.0p+0";  // a value far from 0 still fails
+  EXPECT_THAT(engram::conform::CompareOrdered("DemoGateTest", g, s.expected, actual), HasSubstr("value[0]: got"));
+}
+
+// §FUS.8 promises that the tolerance absorbs the reduction order torch does not
+// specify. A float32 port that sums ShortConv's taps newest first (an order a
+// vectorized kernel may use) on one channel (hidden 1) whose terms cancel
+// (sum of |terms| 0.86, conv -3.2e-4) is off by 8e-9 where max|r| alone allows
+// 2.3e-9: §FUS.9's convTerms bound (1.1 gamma_{K + ceil(H/2) + 5} T) accepts it.
+TEST(CompareRules, ShortConvAcceptsAnyTapOrderOnCancellingTerms) {
+  const std::vector<double> taps = {-0x1.334b58p-2, -0x1.08304ep-3, -0x1.c8e5e4p-3, 0x1.a5375cp-3};
+  const std::vector<double> value = {0x1.80b37cp+0, 0x1.aeddf4p+0, -0x1.964c32p+0, 0x1.76a45cp+0};
+  ojson g = {{"type", "ShortConvTest"}, {"comment", "cancelling taps"}, {"profile", "demo-v1"}};
+  engram::vectors::AddDemoParamArrays(g, 1, 1, 1, 4, 1, [&](const std::string& key, size_t n) {
+    if (key == "convWeight") return taps;
+    return std::vector<double>(n, key.find("orm") != std::string::npos ? 1.0 : 0.0);
+  });
+  g["tolerance"] = engram::vectors::FusionTolerance("ShortConvTest", "demo-v1");
+  ojson test = {{"steps", 4}, {"value", ojson::array()}};
+  for (double v : value) test["value"].push_back(engram::FloatHex(v));
+  ojson computed = engram::vectors::FusionExpected(nlohmann::json::parse(g.dump()), nlohmann::json::parse(test.dump()));
+  ASSERT_EQ(computed["result"], "valid");
+  computed.erase("result");
+  // The port: the mirror's norms, the taps summed newest first, SiLU.
+  engram::DemoParams q;
+  q.hc = q.hidden = q.in = 1;
+  q.kernel = 4;
+  q.dilation = 1;
+  q.key_w = q.key_b = q.value_w = q.value_b = {0.0};
+  q.norm1_w = q.norm2_w = q.conv_norm_w = {1.0};
+  q.conv_w = taps;
+  const auto f32 = engram::Precision::kFloat32;
+  const std::vector<double> n = engram::ShortConv(value, 4, q, f32).normed;
+  ojson y = ojson::array();
+  for (size_t t = 0; t < 4; ++t) {
+    double acc = 0;
+    for (size_t j = 4; j-- > 0;) {
+      if (3 - j <= t) acc = engram::Round(acc + engram::Round(taps[j] * n[t - (3 - j)], f32), f32);
+    }
+    y.push_back(engram::FloatHex(engram::Silu(acc, f32)));
+  }
+  EXPECT_EQ(engram::conform::CompareOrdered("ShortConvTest", g, computed, ojson{{"output", y}}), "");
+  // The bound is not a blank cheque: 2^-20 off at t = 3 (|r| 1.6e-4) fails.
+  const double r3 = engram::ParseFloat(computed["output"]["float64"][3].get<std::string>(), "r");
+  y[3] = engram::FloatHex(r3 + std::ldexp(1.0, -20));
+  EXPECT_THAT(engram::conform::CompareOrdered("ShortConvTest", g, computed, ojson{{"output", y}}), HasSubstr("output[3]"));
 }
 
 // maxAbsVector: the error allowed scales with the largest value of the element's (position, stream) vector.
