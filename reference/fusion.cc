@@ -10,6 +10,7 @@
 // x87, no fused multiply-add: each product is rounded before it is added).
 #include "reference/fusion.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -438,6 +439,88 @@ bool FaithfulBf16(uint16_t bits, double ref64) {
   // A bracket end beyond the largest bf16 is infinity (round to nearest overflows there).
   auto as_bf16 = [](double x) { return Bf16Value(FloatBitsToBf16(static_cast<float>(x))); };
   return v == as_bf16(lo) || v == as_bf16(hi);
+}
+
+// §FUS.9 The bracket ends of x on the bf16 grid of its binade (FaithfulBf16's
+// lo and hi), cast so that an end past the largest finite bf16 is the infinity.
+double Bf16Below(double x) {
+  if (std::isnan(x) || std::isinf(x) || x == 0) return x;
+  const double q = Bf16Quantum(x);
+  return Bf16Value(FloatBitsToBf16(static_cast<float>(std::floor(x / q) * q)));
+}
+double Bf16Above(double x) {
+  if (std::isnan(x) || std::isinf(x) || x == 0) return x;
+  const double q = Bf16Quantum(x);
+  return Bf16Value(FloatBitsToBf16(static_cast<float>(std::ceil(x / q) * q)));
+}
+
+bool FaithfulBf16Between(uint16_t bits, double lo, double hi) {
+  if (lo == hi || (std::isnan(lo) && std::isnan(hi))) return FaithfulBf16(bits, lo);
+  const double v = Bf16Value(bits);
+  if (std::isnan(lo) || std::isnan(hi)) return std::isnan(v);
+  if (std::isnan(v)) return false;
+  // Every value of [lo, hi] rounds faithfully to a bf16 value between these two.
+  return Bf16Below(lo) <= v && v <= Bf16Above(hi);
+}
+
+double GateSlopeDelta(bool demo, double dot, double t) {
+  auto g = [&](double d) { return demo ? GateDemo(d, Precision::kFloat64).gate : GateV41(d, Precision::kFloat64).gate; };
+  const double g0 = g(dot);
+  const double delta = std::max(g(dot + t) - g0, g0 - g(dot - t));
+  return std::isfinite(delta) ? delta : 0.0;
+}
+
+// §FUS.9 Interval arithmetic on the float64 formula of §FUS.3. Each term
+// h_i w_i k_i takes its extremes at one of the two key candidates, and the
+// terms vary independently, so the sum's range is exact; the normalization
+// 1 / sqrt(mean(k^2) + eps) is bounded apart from the sum (the same k appears
+// in both, so the product's range is enclosed, slightly wider than exact).
+// Float64 rounding of these bounds is far below the dot tolerance of §FUS.9
+// that callers add.
+Range V41DotRange(std::span<const uint16_t> h_bits, std::span<const double> key_lo, std::span<const double> key_hi,
+                  std::span<const uint16_t> qw_bits, std::span<const uint16_t> kw_bits, double eps) {
+  const size_t dim = h_bits.size();
+  if (dim == 0) throw Error("v4.1 dot range: dim is 0");
+  CheckSize(key_lo.size(), dim, "v4.1 dot range: key_lo");
+  CheckSize(key_hi.size(), dim, "v4.1 dot range: key_hi");
+  CheckSize(qw_bits.size(), dim, "v4.1 dot range: q_weight");
+  CheckSize(kw_bits.size(), dim, "v4.1 dot range: k_weight");
+  const double n = static_cast<double>(dim);
+  double sum_h2 = 0, num_lo = 0, num_hi = 0, sq_lo = 0, sq_hi = 0;
+  for (size_t i = 0; i < dim; ++i) {
+    const double h = Bf16Value(h_bits[i]);
+    const double hw = h * (Bf16Value(qw_bits[i]) * Bf16Value(kw_bits[i]));  // exact: few significant bits
+    sum_h2 += h * h;
+    const double a = hw * key_lo[i], b = hw * key_hi[i];
+    num_lo += std::min(a, b);
+    num_hi += std::max(a, b);
+    const double a2 = key_lo[i] * key_lo[i], b2 = key_hi[i] * key_hi[i];
+    sq_lo += std::min(a2, b2);
+    sq_hi += std::max(a2, b2);
+  }
+  const double rstd_h = 1.0 / std::sqrt(sum_h2 / n + eps);
+  const double rstd_k_lo = 1.0 / std::sqrt(sq_hi / n + eps), rstd_k_hi = 1.0 / std::sqrt(sq_lo / n + eps);
+  // The sum times a positive factor in [rstd_k_lo, rstd_k_hi]: each end of the
+  // sum takes the factor end that moves it outwards.
+  const double c = rstd_h * std::pow(n, -0.5);
+  Range r;
+  r.lo = (num_lo >= 0 ? num_lo * rstd_k_lo : num_lo * rstd_k_hi) * c;
+  r.hi = (num_hi >= 0 ? num_hi * rstd_k_hi : num_hi * rstd_k_lo) * c;
+  return r;
+}
+
+Range V41OutRange(double h, double v_lo, double v_hi, double g_lo, double g_hi) {
+  g_lo = std::max(g_lo, 0.0);
+  g_hi = std::min(g_hi, 1.0);
+  Range r{h + g_lo * v_lo, h + g_lo * v_lo};
+  for (double g : {g_lo, g_hi}) {
+    for (double v : {v_lo, v_hi}) {
+      const double y = h + g * v;
+      r.lo = std::min(r.lo, y);
+      r.hi = std::max(r.hi, y);
+    }
+  }
+  return r;
 }
 
 }  // namespace engram

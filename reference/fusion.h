@@ -206,6 +206,40 @@ bool WithinTolerance(double ours, double ref64, double mirror, double k, double 
 /// ref64 (ref64 itself when it is a bf16 value); NaN matches NaN.
 bool FaithfulBf16(uint16_t bits, double ref64);
 
+/// §FUS.9 The bf16 values that bracket x: the largest bf16 value <= x and the
+/// smallest >= x (x itself when x is a bf16 value; past the largest finite bf16,
+/// where round to nearest overflows, the bracket end is the infinity).
+double Bf16Below(double x);
+double Bf16Above(double x);
+/// §FUS.9 faithfulBf16 over an allowed interval [lo, hi] of exact values:
+/// `bits` must lie between Bf16Below(lo) and Bf16Above(hi), the faithful
+/// roundings of every value of the interval. lo = hi = r is FaithfulBf16(bits, r);
+/// a NaN end matches only NaN.
+bool FaithfulBf16Between(uint16_t bits, double lo, double hi);
+
+/// §FUS.9 gateSlope's Δ: how far the gate function G (v4.1's G41, or the demo's
+/// GD when `demo`) moves when its argument moves by up to `t` from `dot`:
+/// max(G(dot + t) - G(dot), G(dot) - G(dot - t)), in float64; 0 where that is not
+/// finite (a NaN or infinite dot).
+double GateSlopeDelta(bool demo, double dot, double t);
+
+/// §FUS.9 A closed interval of exact values.
+struct Range {
+  double lo = 0, hi = 0;
+};
+/// §FUS.9 An interval that contains the float64 dot of §FUS.3 for every key whose
+/// element i is key_lo[i] or key_hi[i] (the two faithful bf16 roundings of the
+/// float64 kv, §FUS.2): interval arithmetic in float64 on sum_i h_i w_i k_i (each
+/// term's extremes apart) and on rsqrt(mean(k^2) + eps) (the sum of squares
+/// between its smallest and largest terms). Either end is NaN when h or a key
+/// candidate is NaN.
+Range V41DotRange(std::span<const uint16_t> h, std::span<const double> key_lo, std::span<const double> key_hi,
+                  std::span<const uint16_t> q_weight, std::span<const uint16_t> k_weight, double eps);
+/// §FUS.9 The exact values h + g * v for every gate g in [g_lo, g_hi] ∩ [0, 1]
+/// (a gate is a sigmoid: never outside [0, 1]) and v = v_lo or v_hi: the extremes
+/// lie at the corners because h + g * v is linear in g for each v.
+Range V41OutRange(double h, double v_lo, double v_hi, double g_lo, double g_hi);
+
 /** \var V41StreamTrace::sum_h2
  *  §FUS.3 sum of h_i^2. */
 /** \var V41StreamTrace::mean_h2

@@ -258,11 +258,21 @@ std::string CompareTolerance(const std::string& type, const json& group, const j
     // bf16 bit patterns, judged against the float64 reference `<key>Ref64`.
     if (!expected.contains(key + "Ref64")) return FirstDifference(expected[key], actual, key);
     if (std::string d = ShapeDifference(expected[key], actual, key); !d.empty()) return d;
-    std::vector<json> ref, got;
+    std::vector<json> ref, got, low, high;
     Flatten(expected[key + "Ref64"], ref);
     Flatten(actual, got);
     if (got.size() != ref.size()) {
       return key + ": expected " + std::to_string(ref.size()) + " bf16 values, got " + std::to_string(got.size());
+    }
+    // §FUS.9.1 the interval of exact values reachable from every allowed input.
+    const bool interval = expected.contains(key + "Low64") && expected.contains(key + "High64");
+    if (interval) {
+      Flatten(expected[key + "Low64"], low);
+      Flatten(expected[key + "High64"], high);
+      if (low.size() != ref.size() || high.size() != ref.size()) {
+        return key + ": the vector's " + key + "Low64 / " + key + "High64 do not have " + std::to_string(ref.size()) +
+               " values";
+      }
     }
     for (size_t i = 0; i < ref.size(); ++i) {
       const std::string path = key + "[" + std::to_string(i) + "]";
@@ -270,12 +280,16 @@ std::string CompareTolerance(const std::string& type, const json& group, const j
         return path + ": " + Short(got[i]) + " is not a bf16 bit pattern (an integer 0 .. 65535)";
       }
       const double r = FloatOf(ref[i], key + "Ref64");
+      const double lo = interval ? FloatOf(low[i], key + "Low64") : r, hi = interval ? FloatOf(high[i], key + "High64") : r;
       const auto bits = static_cast<uint16_t>(got[i].get<int64_t>());
-      if (!FaithfulBf16(bits, r)) {
+      if (!FaithfulBf16Between(bits, lo, hi)) {
         char hex[8];
         std::snprintf(hex, sizeof hex, "0x%04x", bits);
-        return path + ": got bf16 " + hex + " (" + FloatHex(Bf16Value(bits)) + "), not a faithful rounding of the float64 value " +
-               FloatHex(r) + " (the vector's float32 mirror gives " + MirrorBits(expected[key], i) + ")";
+        const std::string what = lo == hi ? "the float64 value " + FloatHex(r)
+                                          : "any value in [" + FloatHex(lo) + ", " + FloatHex(hi) + "] (§FUS.9.1; float64 " +
+                                                FloatHex(r) + ")";
+        return path + ": got bf16 " + hex + " (" + FloatHex(Bf16Value(bits)) + "), not a faithful rounding of " + what +
+               " (the vector's float32 mirror gives " + MirrorBits(expected[key], i) + ")";
       }
     }
     return "";
@@ -303,6 +317,20 @@ std::string CompareTolerance(const std::string& type, const json& group, const j
   for (size_t i = 0; i < r.size(); ++i) {
     r[i] = FloatOf(r_list[i], key + ".float64");
     m[i] = FloatOf(m_list[i], key + ".float32");
+  }
+  // §FUS.9.1 r widened to [lo, hi] where the vector gives the interval.
+  std::vector<double> lo = r, hi = r;
+  if (expected.contains(key + "Low64") && expected.contains(key + "High64")) {
+    std::vector<json> lo_list, hi_list;
+    Flatten(expected[key + "Low64"], lo_list);
+    Flatten(expected[key + "High64"], hi_list);
+    if (lo_list.size() != r.size() || hi_list.size() != r.size()) {
+      return key + ": the vector's " + key + "Low64 / " + key + "High64 do not have " + std::to_string(r.size()) + " values";
+    }
+    for (size_t i = 0; i < r.size(); ++i) {
+      lo[i] = FloatOf(lo_list[i], key + "Low64");
+      hi[i] = FloatOf(hi_list[i], key + "High64");
+    }
   }
   std::vector<DotRef> dots;
   if (scale == "gateSlope" || scale == "dotScale") dots = GateDots(type, expected.contains("intermediate") ? expected["intermediate"] : json());
@@ -346,11 +374,7 @@ std::string CompareTolerance(const std::string& type, const json& group, const j
         const double kd = dot_rule.contains("k") ? FloatOf(dot_rule["k"], "tolerance.k") : 2;
         const double ad = dot_rule.contains("a") ? FloatOf(dot_rule["a"], "tolerance.a") : std::ldexp(1.0, -18);
         const double t = kd * std::fabs(dots[i].m - dots[i].r) + ad * dots[i].scale;
-        const bool demo = group.value("profile", "") == "demo-v1";
-        auto g = [&](double d) { return demo ? GateDemo(d, Precision::kFloat64).gate : GateV41(d, Precision::kFloat64).gate; };
-        const double g0 = g(dots[i].r);
-        delta = std::max(g(dots[i].r + t) - g0, g0 - g(dots[i].r - t));
-        if (!std::isfinite(delta)) delta = 0;
+        delta = GateSlopeDelta(group.value("profile", "") == "demo-v1", dots[i].r, t);
       }
       s = 1 + delta / a;
     } else if (scale == "dotScale") {
@@ -360,12 +384,20 @@ std::string CompareTolerance(const std::string& type, const json& group, const j
       return key + ": the group's tolerance scale '" + scale + "' is not understood";
     }
     // §FUS.9 where both evaluations give +0 (masked positions) the value MUST be +0.
-    const bool ok = pos_zero ? is_pos_zero(y) : WithinTolerance(y, r[i], m[i], k, a, s);
+    // §FUS.9.1 with an interval, the distance is measured to [lo, hi] (y inside it, or
+    // the nearest end): WithinTolerance's mirror term stays |m - r|.
+    const bool widened = lo[i] != hi[i] && std::isfinite(lo[i]) && std::isfinite(hi[i]) && std::isfinite(y);
+    const double nearest = widened ? std::clamp(y, lo[i], hi[i]) : r[i];
+    const bool ok = pos_zero ? is_pos_zero(y)
+                    : widened ? std::fabs(y - nearest) <= k * std::fabs(m[i] - r[i]) + a * s
+                              : WithinTolerance(y, r[i], m[i], k, a, s);
     if (!ok) {
       const double allowed = k * std::fabs(m[i] - r[i]) + a * s;
-      return path + ": got " + FloatHex(y) + ", float64 reference " + FloatHex(r[i]) + ", float32 mirror " + FloatHex(m[i]) +
+      return path + ": got " + FloatHex(y) + ", float64 reference " + FloatHex(r[i]) +
+             (widened ? " widened to [" + FloatHex(lo[i]) + ", " + FloatHex(hi[i]) + "] (§FUS.9.1)" : "") +
+             ", float32 mirror " + FloatHex(m[i]) +
              (pos_zero ? "; a masked value must be +0 exactly"
-                       : "; |error| " + FloatHex(std::fabs(y - r[i])) + " > allowed " + FloatHex(allowed) + " (k " +
+                       : "; |error| " + FloatHex(std::fabs(y - nearest)) + " > allowed " + FloatHex(allowed) + " (k " +
                              FloatHex(k) + ", a " + FloatHex(a) + ", " + scale + " " + FloatHex(s) + ")");
     }
   }
@@ -422,6 +454,9 @@ std::string CompareOrdered(const std::string& type, const json& group, const jso
     if (IsInformative(type, key)) continue;
     // §CONF.1 `<out>Ref64` is the float64 reference a faithfulBf16 output is judged by, not an output.
     if (key.size() > 5 && key.substr(key.size() - 5) == "Ref64" && tolerance.contains(key.substr(0, key.size() - 5))) continue;
+    // §FUS.9.1 `<out>Low64` / `<out>High64` bound the values an output is judged over, not outputs.
+    if (key.size() > 5 && key.substr(key.size() - 5) == "Low64" && tolerance.contains(key.substr(0, key.size() - 5))) continue;
+    if (key.size() > 6 && key.substr(key.size() - 6) == "High64" && tolerance.contains(key.substr(0, key.size() - 6))) continue;
     if (key == "intermediate" && (!actual.contains(key) || !tolerance.empty())) continue;  // optional (§CONF.1)
     if (!actual.contains(key)) return "missing output '" + key + "'";
     const Nested* n = nullptr;

@@ -913,6 +913,99 @@ TEST(CompareRules, ShortConvAcceptsAnyTapOrderOnCancellingTerms) {
   EXPECT_THAT(engram::conform::CompareOrdered("ShortConvTest", g, computed, ojson{{"output", y}}), HasSubstr("output[3]"));
 }
 
+// §FUS.9 (#28 item 12) out = h + gate * v is judged over every gate the gate's
+// tolerance allows. The vector's stream cancels (h = 0.5, v = -0.5, gate near
+// 1); torch.sigmoid on CPU gives 0x1.ffff74p-1 where the correctly rounded
+// float32 gate is 0x1.ffff76p-1, and its out 0x360c is two bf16 steps from the
+// float64 value. That port passes; an out beyond every allowed gate does not.
+TEST(CompareRules, V41OutIsJudgedOverEveryAllowedGate) {
+  const Case c = Find("gate_v41", "V41GateTest", AnyValid, "out cancels");
+  const ojson g = OGroup(*c.group);
+  const auto s = Split("V41GateTest", *c.test);
+  ASSERT_EQ(c.test->at("gate")["float32"][0], "0x1.ffff760000000p-1");
+  const double torch_gate = std::ldexp(0x1FFFF74, -25);  // 0x1.ffff74p-1
+  const std::vector<uint16_t> x = c.test->at("x"), v = c.test->at("value");
+  std::vector<uint16_t> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    // torch: (h + gate * value.float()).to(bf16), each operation in float32.
+    const double gv = engram::Round(torch_gate * engram::Bf16Value(v[i]), engram::Precision::kFloat32);
+    out[i] = engram::ToBf16(engram::Round(engram::Bf16Value(x[i]) + gv, engram::Precision::kFloat32));
+  }
+  ASSERT_EQ(out[0], 0x360c);
+  ASSERT_NE(out[0], c.test->at("out")[0].get<uint16_t>());  // not the mirror's
+  ojson actual = {{"gate", {engram::FloatHex(torch_gate)}}, {"out", out}};
+  EXPECT_EQ(engram::conform::CompareOrdered("V41GateTest", g, s.expected, actual), "");
+  // 2^-17 = 0.5 * (1 - gate) needs gate = 1 - 2^-16, 15 * 2^-20 below the float64
+  // gate: far beyond its tolerance (2^-18 here).
+  out[3] = engram::ToBf16(std::ldexp(1.0, -17));
+  actual["out"] = out;
+  EXPECT_THAT(engram::conform::CompareOrdered("V41GateTest", g, s.expected, actual), HasSubstr("out[3]: got bf16"));
+}
+
+// §FUS.9 (#28 item 13) A v4.1 engram_forward test is judged over every kv whose
+// elements are faithful bf16 roundings (§FUS.2 leaves the order inside a block
+// open). The vector has a kv element near a bf16 midpoint; a port that rounds
+// it (or every element) the other way, and computes the rest exactly as the
+// mirror does, passes. A gate far outside that range does not.
+TEST(CompareRules, ForwardIsJudgedOverEveryFaithfulKv) {
+  const Case c = Find("engram_forward", "EngramForwardTest", AnyValid, "kv near a bf16 midpoint");
+  const ojson g = OGroup(*c.group);
+  const auto s = Split("EngramForwardTest", *c.test);
+  const json& cfg = c.group->at("config");
+  const size_t dim = cfg.at("dim"), hc = cfg.at("hc_mult"), nout = dim * (hc + 1);
+  const double eps = cfg.at("norm_eps");
+  const std::vector<int64_t> ids = c.test->at("ids");
+  const std::vector<uint16_t> x = c.test->at("x"), qw = c.group->at("qWeight"), kw = c.group->at("kWeight"),
+                              kv = c.test->at("intermediate")["kv"];
+  const std::vector<double> ref = Floats(c.test->at("intermediate")["kvRef64"]);
+  ASSERT_EQ(kv.size(), ids.size() * nout);
+  // The port's outputs from its kv, every later step as the float32 mirror.
+  auto port = [&](const std::vector<uint16_t>& kv_port) {
+    ojson out = ojson::array(), gate = ojson::array();
+    for (size_t t = 0; t < ids.size(); ++t) {
+      const uint16_t* k = kv_port.data() + t * nout;
+      for (size_t ch = 0; ch < hc; ++ch) {
+        const engram::V41StreamTrace m = engram::FuseV41Stream(
+            std::span(x).subspan((t * hc + ch) * dim, dim), std::span(k + ch * dim, dim), std::span(k + hc * dim, dim),
+            std::span(qw).subspan(ch * dim, dim), std::span(kw).subspan(ch * dim, dim), eps, ids[t] == -1,
+            engram::Precision::kFloat32);
+        gate.push_back(engram::FloatHex(m.gate));
+        for (uint16_t b : m.out_bf16) out.push_back(b);
+      }
+    }
+    return ojson{{"out", out}, {"gate", gate}};
+  };
+  // The other faithful rounding of element n (the mirror's bits are one end).
+  auto other = [&](size_t n) {
+    const double lo = engram::Bf16Below(ref[n]), hi = engram::Bf16Above(ref[n]);
+    return engram::ToBf16(engram::Bf16Value(kv[n]) == lo ? hi : lo);
+  };
+  EXPECT_EQ(engram::conform::CompareOrdered("EngramForwardTest", g, s.expected, port(kv)), "") << "the mirror";
+  // The near-midpoint value elements rounded the other way (another order).
+  std::vector<uint16_t> near = kv;
+  size_t flipped = 0;
+  for (size_t n = 0; n < kv.size(); ++n) {
+    const double q = engram::Bf16Above(ref[n]) - engram::Bf16Below(ref[n]);
+    if (n % nout >= hc * dim && q > 0 && std::fabs(ref[n] - (engram::Bf16Below(ref[n]) + q / 2)) <= q / 64) {
+      near[n] = other(n);
+      ++flipped;
+    }
+  }
+  ASSERT_GT(flipped, 0u);
+  EXPECT_EQ(engram::conform::CompareOrdered("EngramForwardTest", g, s.expected, port(near)), "") << "near-midpoint kv";
+  // Every element that has two faithful roundings rounded the other way: keys
+  // too, so the gates move.
+  std::vector<uint16_t> all = kv;
+  for (size_t n = 0; n < kv.size(); ++n) {
+    if (engram::Bf16Below(ref[n]) != engram::Bf16Above(ref[n])) all[n] = other(n);
+  }
+  ojson extreme = port(all);
+  EXPECT_EQ(engram::conform::CompareOrdered("EngramForwardTest", g, s.expected, extreme), "") << "every kv the other way";
+  const double g0 = engram::ParseFloat(extreme["gate"][0].get<std::string>(), "gate");
+  extreme["gate"][0] = engram::FloatHex(g0 + std::ldexp(1.0, -6));
+  EXPECT_THAT(engram::conform::CompareOrdered("EngramForwardTest", g, s.expected, extreme), HasSubstr("gate[0]: got"));
+}
+
 // maxAbsVector: the error allowed scales with the largest value of the element's (position, stream) vector.
 TEST(CompareRules, ShortConvToleranceScalesPerVector) {
   const Case c = Find("short_conv_demo", "ShortConvTest", AnyValid);
