@@ -1230,12 +1230,6 @@ def check_fields(key, elem, x, where, probs):
             check_value(f, elem[f.name], y, where + "." + f.name, probs)
 
 
-# Statements found false on random cases where the fault is known and owned by another item of issue 28.
-# Such a case is counted apart and reported (the count and the first tcIds), never passed silently, and
-# only when its test shows that the problem is that divergence and nothing else: the statement holds
-# under the divergent reading. Remove an entry when its item is fixed (the run then reports the cases
-# as problems until the statement itself is corrected).
-# type -> [(label, regular expression a problem of the test matches, holds under the divergent reading)]
 def segments_chain_from_p(x):
     """HashHandoffTest as the random cases draw it: a sequence starts at position P with a history h0 of
     min(P, M − 1) ids from before ids[0]; segment positions are P + from and P + to, and every history is
@@ -1268,9 +1262,16 @@ def head_shard_positions(x):
     return c > 0 and n % c == 0 and 1 <= n // c <= 3 and (not x.valid or len(x.t["rows"]) == n)
 
 
+# Statements found false on random cases where the fault is known and owned by another item of issue 28.
+# Such a case is counted apart and reported (the count and the first tcIds), never passed silently, and
+# only when its test shows that the problem is that divergence and nothing else: the statement holds
+# under the divergent reading. Remove an entry when its item is fixed (the run then reports the cases
+# as problems until the statement itself is corrected).
+# type -> [(label, regular expression a problem of the test matches, holds under the divergent reading)]
 KNOWN_RANDOM_DIVERGENCES = {
     "HashStateTest": [
-        ("issue 28 item 2: a fork onto an existing name overwrites it (the fact: refused)",
+        ("issue 28 item 2: a fork onto an existing name overwrites it, where this guide says such a fork is "
+         "refused and spec/vectors.md forks into a new name (the replay refuses it)",
          r"^fact does not hold: replaying the steps", lambda x: fact_steps_simulated(x, fork_overwrites=True))],
     "HashHandoffTest": [
         ("issue 28 item 1: positions are P + from (P the position of ids[0]), not from",
