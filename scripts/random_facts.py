@@ -8,7 +8,8 @@ For every suite with a generator it asks `engram vectors random` for a batch of 
 checker, and draws further batches (seeds S+1, S+2, ...) until every test type the suite's generator
 makes (RANDOM_TYPES) has at least --min-valid valid cases. A statement found false is a problem
 (named by seed, suite, tcId), except the known divergences of porting_doc.KNOWN_RANDOM_DIVERGENCES,
-which are counted and listed apart.
+which are counted and listed apart; first, an error is planted in each case of the first 40 that has
+a known divergence, and each must be reported (the list of known divergences hides nothing else).
 
   random_facts.py --engram build/release/conformance/engram [--cases N] [--min-valid N] [--seed S]
                   [--suite S ...] [--json FILE]
@@ -48,7 +49,60 @@ RANDOM_TYPES = {
     "short_conv_demo": ["ShortConvTest"],
     "engram_forward": ["EngramForwardTest"],
 }
+# One error planted per type with a known divergence (porting_doc.KNOWN_RANDOM_DIVERGENCES), in a case
+# that has that divergence: the case must then be reported as a problem, not set apart, or the list of
+# known divergences would hide real errors. suite -> (type, the edit)
+def _plant_handoff(t):
+    segs = t["segments"] if "segments" in t else [s for b in t["microBatches"] for s in b]
+    segs[-1]["historyOut"]["position"] += 1
+
+
+def _plant_state(t):
+    append = next(s for s in t["steps"] if s["op"] == "append")
+    append["positionAfter"] += 1
+
+
+PLANTS = {
+    "hash_state": ("HashHandoffTest", _plant_handoff),
+    "hash_v41": ("HashStateTest", _plant_state),
+    "tp_shard": ("HeadShardTest", lambda t: t["rowIds"].append(t["rowIds"][0])),
+}
+
 MAX_BATCHES = 100  # per suite: a type the generator (almost) never makes valid is reported, not waited for
+
+
+def check_plants(engram, seed, tmp):
+    """The known divergences hide nothing else: in every case of the first 40 (per suite of PLANTS) that
+    has one, a planted error is reported. Returns the problems of this check."""
+    out, bad = os.path.join(tmp, "plants"), []
+    r = subprocess.run([engram, "vectors", "random", "--out", out, "--count", "40", "--seed", str(seed)] +
+                       [a for s in PLANTS for a in ("--suite", s)], capture_output=True, text=True)
+    if r.returncode != 0:
+        return ["engram vectors random (planted errors) failed: " + r.stderr.strip()]
+    vectors = P.load_vectors(out)
+    shutil.rmtree(out)
+    planted = 0
+    for suite, (type_, plant) in PLANTS.items():
+        for g in vectors[suite]["testGroups"]:
+            if g["type"] != type_ or g["tests"][0]["result"] != "valid":
+                continue
+            one = {suite: {"testGroups": [g]}}
+            stats = P.Stats()
+            P.check_vectors(one, P.Problems(), complete=False, stats=stats)
+            if not stats.known:
+                continue  # no known divergence in this case
+            plant(g["tests"][0])
+            probs, stats = P.Problems(), P.Stats()
+            P.check_vectors(one, probs, complete=False, stats=stats)
+            planted += 1
+            if not probs:
+                bad.append("seed %d %s tcId %d: an error planted in a case with a known divergence was not reported "
+                           "(set apart as %s)" % (seed, suite, g["tests"][0]["tcId"], list(stats.known)))
+    if planted == 0:
+        bad.append("no case of the first 40 had a known divergence to plant an error in")
+    print("random_facts: %d case(s) with a known divergence, each with an error planted: %s" % (
+        planted, "all reported" if not bad else "%d NOT reported" % len(bad)))
+    return bad
 
 
 def main():
@@ -87,6 +141,7 @@ def main():
     stats = P.Stats()
     tmp = tempfile.mkdtemp(prefix="random_facts-")
     try:
+        problems += check_plants(args.engram, args.seed, tmp)
         for suite in suites:
             t0 = time.monotonic()
             batches, gen_s = 0, 0.0
