@@ -206,10 +206,11 @@ bool WithinTolerance(double ours, double ref64, double mirror, double k, double 
 /// ref64 (ref64 itself when it is a bf16 value); NaN matches NaN.
 bool FaithfulBf16(uint16_t bits, double ref64);
 
-/// §FUS.9 The bf16 values that bracket x: the largest bf16 value <= x and the
-/// smallest >= x (x itself when x is a bf16 value; past the largest finite bf16,
-/// where round to nearest overflows, the bracket end is the infinity).
+/// §FUS.9 The largest bf16 value <= x (x itself when x is a bf16 value; below
+/// the lowest finite bf16, where round to nearest overflows, -infinity).
 double Bf16Below(double x);
+/// §FUS.9 The smallest bf16 value >= x (x itself when x is a bf16 value; past the
+/// largest finite bf16, where round to nearest overflows, +infinity).
 double Bf16Above(double x);
 /// §FUS.9 faithfulBf16 over an allowed interval [lo, hi] of exact values:
 /// `bits` must lie between Bf16Below(lo) and Bf16Above(hi), the faithful
@@ -225,7 +226,8 @@ double GateSlopeDelta(bool demo, double dot, double t);
 
 /// §FUS.9 A closed interval of exact values.
 struct Range {
-  double lo = 0, hi = 0;
+  double lo = 0;  ///< the lower end
+  double hi = 0;  ///< the upper end
 };
 /// §FUS.9 An interval that contains the float64 dot of §FUS.3 for every key whose
 /// element i is key_lo[i] or key_hi[i] (the two faithful bf16 roundings of the

@@ -32,6 +32,7 @@ if [ -n "$quick" ]; then
   "$py" scripts/porting_doc.py --check
   "$py" scripts/docs_inline.py --check
   "$py" docs/figures/explain_figures.py --check
+  scripts/check_changelog.sh  # vectors/CHANGELOG.md is current (§VEC.11)
   # Doxygen over spec/ and docs/ (warnings are errors): a few seconds, and the full run's docs stage
   # is where a Markdown construct Doxygen cannot parse would otherwise surface first
   cmake --build --preset release --target docs >/dev/null
@@ -70,6 +71,8 @@ rm -rf "$regen"
 scripts/compare_vectors.sh "$regen" vectors
 "$engram" vectors verify vectors >/dev/null
 "$py" scripts/lint_vectors.py vectors >/dev/null
+# §VEC.11 vectors/CHANGELOG.md: what moved since the previous released set, which still verifies and runs
+scripts/check_changelog.sh "$engram" build/release/conformance/libengram_reference_plugin.so
 echo "vectors: reproducible, verified, schema-valid"
 # §CON.5 a contract from the real tokenizer validates against its schema and verifies
 "$engram" contract --config conformance/configs/v41-flash.json --tokenizer "$ENGRAM_DEEPSEEK_TOKENIZER" --out build/contract-v41.json

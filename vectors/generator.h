@@ -20,7 +20,7 @@ namespace engram::vectors {
 using ojson = nlohmann::ordered_json;
 
 // §VEC.2 The spec version every vector file carries.
-inline constexpr const char* kSpecVersion = "0.1.0";
+inline constexpr const char* kSpecVersion = "0.2.0";
 // §VEC.1 The vector directory version (vectors/v1).
 inline constexpr const char* kVectorsDir = "v1";
 

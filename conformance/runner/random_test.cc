@@ -569,6 +569,50 @@ TEST(RandomConform, RefusesWhatItCannotDoBeforeTheRun) {
   EXPECT_THAT(alone.out, HasSubstr("--random-only requires --random"));
 }
 
+// §CONF.7 `engram vectors random` writes the cases a run with the same seed
+// asks (DrawCase's, tcId = case index + 1) as a vectors directory that
+// verifies and replays: what scripts/random_facts.py checks the porting
+// guide's facts on is what ports are asked.
+TEST(RandomCases, VectorsRandomWritesTheCasesTheRunnerAsks) {
+  const fs::path dir = Dir() / "vectors-random";
+  fs::remove_all(dir);
+  const fs::path log = Dir() / "vectors-random.txt";
+  const std::string cmd = std::string(ENGRAM_CLI) + " vectors random --out " + dir.string() +
+                          " --suite tp_shard --suite hash_state --count 6 --seed 9 --threads 2 >" + log.string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << Slurp(log);
+  for (const std::string suite : {"tp_shard", "hash_state"}) {
+    const RandomSuite& gen = *engram::vectors::FindRandomSuite(suite);
+    const ojson doc = ojson::parse(Slurp(dir / "v1" / (suite + ".json")));
+    ASSERT_EQ(doc["numberOfTests"], 6) << suite;
+    int64_t i = 0;
+    for (const ojson& g : doc["testGroups"]) {
+      for (const ojson& t : g["tests"]) {
+        const RandomCase c = DrawCase(gen, 9, i);
+        ojson group = g;
+        group.erase("tests");
+        EXPECT_EQ(group, c.group) << suite << " case " << i + 1;
+        EXPECT_EQ(t["tcId"], i + 1) << suite;
+        EXPECT_EQ(t["comment"], "random case " + std::to_string(i + 1) + " of seed 9 (random-v2, spec " +
+                                    engram::vectors::kSpecVersion + ")");
+        EXPECT_EQ(t["specRef"], ojson(c.spec_refs)) << suite << " case " << i + 1;
+        ojson fields = ojson::object();
+        for (const auto& [k, v] : t.items()) {
+          if (k != "tcId" && k != "comment" && k != "flags" && k != "specRef") fields[k] = v;
+        }
+        EXPECT_EQ(fields, c.test) << suite << " case " << i + 1;
+        ++i;
+      }
+    }
+    EXPECT_EQ(i, 6) << suite;
+  }
+  const std::string verify = std::string(ENGRAM_CLI) + " vectors verify " + dir.string() + " >" + log.string() + " 2>&1";
+  EXPECT_EQ(std::system(verify.c_str()), 0) << Slurp(log);
+  Result replay = Conform("--vectors " + dir.string() + " --lib " + ENGRAM_PLUGIN);
+  EXPECT_EQ(replay.exit_code, 0) << replay.out;
+  EXPECT_THAT(replay.out, HasSubstr("tp_shard: 6 passed, 0 failed"));
+  EXPECT_THAT(replay.out, HasSubstr("hash_state: 6 passed, 0 failed"));
+}
+
 // §CONF.4 no false OK: a claimed suite whose every random case is answered
 // "unsupported" fails the run, even when another suite passes.
 TEST(RandomConform, AClaimedSuiteThatComputesNothingFailsTheRun) {

@@ -219,21 +219,27 @@ Vectors LoadVectors(const fs::path& dir, const std::set<std::string>& judged) {
     throw Error(all + "refusing to run on vectors that fail their manifest");
   }
   Vectors out;
+  // §VEC.13 A released set is named as one; anything else is "modified".
+  out.manifest_sha256 = manifest.sha256;
+  out.released = vectors::ReleasedSet(manifest.sha256);
   for (const auto& [rel, bytes] : suite_bytes) {
     json doc = ParseOrderedJson(bytes, rel);
     if (!doc.is_object()) throw Error(rel + ": not a vector file (the top level is not a JSON object)");
     // §VEC.11 Vectors of another spec version describe other rules: running
-    // them would report differences that are not bugs.
-    if (!doc.contains("specVersion") || doc["specVersion"] != vectors::kSpecVersion) {
+    // them would report differences that are not bugs. An earlier released
+    // set (its manifest listed in vectors/RELEASED under that very version)
+    // stays runnable: its expectations are self-contained, and a port pinned
+    // to it keeps its verdict; the verdict names the set's version.
+    const bool current = doc.contains("specVersion") && doc["specVersion"] == vectors::kSpecVersion;
+    const bool earlier_release = out.released && doc.contains("specVersion") && doc["specVersion"] == *out.released;
+    if (!current && !earlier_release) {
       throw Error(rel + ": specVersion " + (doc.contains("specVersion") ? doc["specVersion"].dump() : "missing") +
-                  " is not the version this runner implements (" + vectors::kSpecVersion + ")");
+                  " is not the version this runner implements (" + vectors::kSpecVersion +
+                  ") nor that of a released set with this manifest");
     }
     CheckVectorShape(rel, doc);
     out.suites.push_back({fs::path(rel).stem().string(), std::move(doc)});
   }
-  // §VEC.13 A released set is named as one; anything else is "modified".
-  out.manifest_sha256 = manifest.sha256;
-  out.released = vectors::ReleasedSet(manifest.sha256);
   // §CONF.4 Every vector file against its JSON Schema, from this directory's
   // schema/ (listed and digest-checked above): a directory re-signed after its
   // expected outputs were deleted must not judge anything. Released sets too:
@@ -811,7 +817,11 @@ int RunConformance(const Options& options, std::ostream& out) {
   Verdict verdict = Decide(run, random);
   // §VEC.13 What the tests were judged against.
   verdict.vectors_released = run.vectors.released.has_value();
-  verdict.vectors_kind = verdict.vectors_released ? "released set " + *run.vectors.released : "modified, not a released set";
+  verdict.vectors_kind = !verdict.vectors_released ? "modified, not a released set"
+                         : *run.vectors.released == vectors::kSpecVersion
+                             ? "released set " + *run.vectors.released
+                             : "released set " + *run.vectors.released + ", an earlier one (this runner implements spec " +
+                                   vectors::kSpecVersion + ")";
   verdict.manifest_sha256 = run.vectors.manifest_sha256;
   AddRandom(options, random, verdict);
   WriteReports(options, hello, run.results, verdict);
