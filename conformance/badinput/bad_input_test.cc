@@ -150,7 +150,7 @@ std::string Deep(const std::string& s) {
 std::string EraseTestKeys(const std::string& bytes, const json& spec) {
   nlohmann::ordered_json doc = nlohmann::ordered_json::parse(bytes);
   for (auto& group : doc["testGroups"]) {
-    if (group["type"] != spec["type"]) continue;
+    if (group["type"].get<std::string>() != spec["type"].get<std::string>()) continue;
     for (auto& t : group["tests"]) {
       for (const json& k : spec["keys"]) t.erase(k.get<std::string>());
     }
