@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/sha256.h"
+#include "base/version.h"
 #include "reference/hash.h"
 
 namespace engram {
@@ -57,7 +58,7 @@ ojson BuildContract(const EngramConfig& config, const TokenMap& token_map, std::
   ojson c;
   c["format"] = kContractFormat;
   c["version"] = kContractVersion;
-  c["specVersion"] = "0.1.0";
+  c["specVersion"] = kSpecVersion;  // §CON.1 the one constant (base/version.h)
   c["profile"] = std::string(ProfileName(config.profile));
   c["layerIds"] = config.layer_ids;
   c["maxNgram"] = config.max_ngram;

@@ -9,6 +9,8 @@
 #include <numeric>
 
 #include "base/error.h"
+#include "reference/config.h"
+#include "base/program_paths.h"
 
 namespace engram {
 namespace {
@@ -38,6 +40,16 @@ TEST(Contract, PinsThePublishedV41Layout_CON1) {
   EXPECT_TRUE(c["tokenizer"]["sha256"].is_null());
   EXPECT_EQ(c["contractDigest"], ContractDigest(c));
   EXPECT_NO_THROW(CheckContractForm(c, "c.json"));
+}
+
+// §CON.1 specVersion is the version the specification and the vectors carry
+// (§VEC.2): the contract takes it from the one constant, so it is the
+// `specVersion` of the committed vector files, not a literal of its own.
+TEST(Contract, SpecVersionIsTheVectorsVersion_CON1) {
+  const ordered_json c = BuildContract(V41FlashConfig(), V41SizedMap(), std::nullopt);
+  const nlohmann::json vectors =
+      ReadJsonFile(std::string(ENGRAM_SOURCE_DIR) + "/vectors/v1/layout.json", engram::InputKind::kVectorFile);
+  EXPECT_EQ(c["specVersion"], vectors.at("specVersion"));
 }
 
 TEST(Contract, SameSizeDifferentMapIsCaught_CON1) {

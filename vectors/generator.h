@@ -15,12 +15,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/version.h"
+
 namespace engram::vectors {
 
 using ojson = nlohmann::ordered_json;
 
-// §VEC.2 The spec version every vector file carries.
-inline constexpr const char* kSpecVersion = "0.2.0";
+// §VEC.2 The spec version every vector file carries: the one constant of
+// base/version.h (the contracts carry it too).
+using ::engram::kSpecVersion;
 // §VEC.1 The vector directory version (vectors/v1).
 inline constexpr const char* kVectorsDir = "v1";
 
