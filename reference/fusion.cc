@@ -523,4 +523,132 @@ Range V41OutRange(double h, double v_lo, double v_hi, double g_lo, double g_hi) 
   return r;
 }
 
+// §FUS.9.1 demo-v1: the values a port may compute from allowed inputs. Every
+// bound below is the exact range of the float64 formula over the allowed box
+// (or an enclosure of it), widened by the error of any float32 evaluation:
+// γ_n for n roundings in any order (Higham's bound), and for underflow the
+// absolute 2^-150 of one rounded product (sums of float32 values that land
+// in the subnormal range are exact). The float64 rounding of these bounds
+// (2^-52 relative) is far below the widths and the tolerance added on top.
+namespace {
+constexpr double kU32 = 1.0 / 16777216.0;            // 2^-24
+constexpr double kUnderflow32 = 0x1p-150;            // half float32's smallest subnormal
+constexpr double kSiluArgMin = -1.2784645427610738;  // 1 + x (1 − σ(x)) = 0: SiLU' = 0
+double Widen(double magnitude, double rel) { return rel * magnitude; }
+double MaxAbs(const Range& r) { return std::max(std::fabs(r.lo), std::fabs(r.hi)); }
+// The product of [a.lo, a.hi] and [b.lo, b.hi]: its extremes lie at corners.
+Range Times(const Range& a, const Range& b) {
+  Range r{a.lo * b.lo, a.lo * b.lo};
+  for (double x : {a.lo, a.hi}) {
+    for (double y : {b.lo, b.hi}) {
+      r.lo = std::min(r.lo, x * y);
+      r.hi = std::max(r.hi, x * y);
+    }
+  }
+  return r;
+}
+bool Finite(const Range& r) { return std::isfinite(r.lo) && std::isfinite(r.hi); }
+double SiluExact(double x) { return x / (1.0 + std::exp(-x)); }
+}  // namespace
+
+double Float32Gamma(double n) { return n * kU32 / (1 - n * kU32); }
+
+std::vector<double> LinearBiasErrorBound(std::span<const double> x, std::span<const double> w,
+                                         std::span<const double> b) {
+  const size_t in = x.size();
+  CheckSize(w.size(), b.size() * in, "Linear error bound: weight");
+  // in products and one bias, summed in any order: every term meets at most
+  // in + 1 roundings (its product and in additions), so γ_(in+1) of the
+  // terms' absolute sum bounds the float32 result's error.
+  const double gamma = Float32Gamma(static_cast<double>(in + 1));
+  std::vector<double> bound(b.size());
+  for (size_t n = 0; n < b.size(); ++n) {
+    double terms = std::fabs(b[n]);
+    for (size_t k = 0; k < in; ++k) terms += std::fabs(x[k] * w[n * in + k]);
+    bound[n] = gamma * terms + static_cast<double>(in) * 2 * kUnderflow32;
+  }
+  return bound;
+}
+
+Range DemoValueRange(double p, double p_err, double g_lo, double g_hi) {
+  // A gate is a sigmoid: never outside [0, 1].
+  const Range g{std::max(g_lo, 0.0), std::min(g_hi, 1.0)};
+  Range v = Times(g, Range{p - p_err, p + p_err});
+  const double e = Widen(MaxAbs(v), kU32) + kUnderflow32;  // fl32 of the product
+  return {v.lo - e, v.hi + e};
+}
+
+Range SiluRange(Range x) {
+  Range s;
+  if (x.hi <= kSiluArgMin) {
+    s = {SiluExact(x.hi), SiluExact(x.lo)};  // decreasing
+  } else if (x.lo >= kSiluArgMin) {
+    s = {SiluExact(x.lo), SiluExact(x.hi)};  // increasing
+  } else {
+    s = {SiluExact(kSiluArgMin), std::max(SiluExact(x.lo), SiluExact(x.hi))};
+  }
+  // torch's float32 SiLU is x / (1 + exp(−x)): exp within 1 ulp (2u), the sum
+  // of two positive terms and the division one rounding each: γ_4.
+  const double e = Widen(MaxAbs(s), Float32Gamma(4)) + 2 * kUnderflow32;
+  s = {s.lo - e, s.hi + e};
+  if (x.lo < -88) s.hi = std::max(s.hi, 0.0);  // exp(88.73) overflows float32: x / inf = −0
+  return s;
+}
+
+std::vector<Range> ShortConvRange(std::span<const Range> value, size_t steps, const DemoParams& q) {
+  q.Check();
+  const size_t H = q.hidden, C = q.hc * q.hidden, K = q.kernel;
+  CheckSize(value.size(), steps * C, "ShortConv range input [T][hc][hidden]");
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // The normed values n = v · rsqrt(mean(v²) + eps) · w over the box: the sum
+  // of squares lies between the sums of each element's smallest and largest
+  // square, and rsqrt is decreasing; v and the rsqrt are bounded apart (the
+  // same v appears in both: an enclosure).
+  std::vector<Range> normed(steps * C);
+  for (size_t t = 0; t < steps; ++t) {
+    for (size_t c = 0; c < q.hc; ++c) {
+      double sq_lo = 0, sq_hi = 0;
+      for (size_t j = 0; j < H; ++j) {
+        const Range& v = value[t * C + c * H + j];
+        const double a = v.lo * v.lo, b = v.hi * v.hi;
+        sq_lo += (v.lo <= 0 && v.hi >= 0) ? 0.0 : std::min(a, b);
+        sq_hi += std::max(a, b);
+      }
+      const double n = static_cast<double>(H);
+      const Range rs{1.0 / std::sqrt(sq_hi / n + kShortConvNormEps), 1.0 / std::sqrt(sq_lo / n + kShortConvNormEps)};
+      for (size_t j = 0; j < H; ++j) {
+        const double w = q.conv_norm_w[c * H + j];
+        normed[t * C + c * H + j] = Times(Times(value[t * C + c * H + j], rs), Range{w, w});
+      }
+    }
+  }
+  // The conv: exact range of Σ_j W_j n_j, then any float32 evaluation of the
+  // norm and the conv moves it by at most γ_(K+⌈H/2⌉+5) · T (§FUS.9's convTerms
+  // with T over the box), plus per term the underflow of the normed value's
+  // two products (2^-150 (1 + |w|), times |W_j|) and of the term's own product.
+  const double gamma = Float32Gamma(static_cast<double>(K + (H + 1) / 2 + 5));
+  std::vector<Range> out(steps * C);
+  for (size_t t = 0; t < steps; ++t) {
+    for (size_t ch = 0; ch < C; ++ch) {
+      Range conv{0, 0};
+      double terms = 0, underflow = 0;
+      const double w_norm = q.conv_norm_w[ch];  // channel ch = c * H + j: the same index
+      for (size_t j = 0; j < K; ++j) {
+        const size_t back = (K - 1 - j) * q.dilation;
+        if (back > t) continue;  // the zero padding: W · 0 adds nothing for a finite W
+        const double W = q.conv_w[ch * K + j];
+        const Range term = Times(Range{W, W}, normed[(t - back) * C + ch]);
+        conv.lo += term.lo;
+        conv.hi += term.hi;
+        terms += MaxAbs(term);
+        underflow += (std::fabs(W) * (1 + std::fabs(w_norm)) + 1) * 2 * kUnderflow32;
+      }
+      const double e = gamma * terms + underflow;
+      const Range x{conv.lo - e, conv.hi + e};
+      out[t * C + ch] = Finite(x) ? SiluRange(x) : Range{nan, nan};
+    }
+  }
+  return out;
+}
+
 }  // namespace engram

@@ -242,6 +242,32 @@ Range V41DotRange(std::span<const uint16_t> h, std::span<const double> key_lo, s
 /// lie at the corners because h + g * v is linear in g for each v.
 Range V41OutRange(double h, double v_lo, double v_hi, double g_lo, double g_hi);
 
+/// §FUS.9.1 γ_n = n u / (1 − n u) with u = 2^-24 (float32's unit roundoff): a
+/// product of n factors (1 + δ_i), |δ_i| ≤ u, is 1 + θ with |θ| ≤ γ_n.
+double Float32Gamma(double n);
+/// §FUS.9.1 How far a float32 nn.Linear with bias (§FUS.5) may be from the exact
+/// value, in any summation order, products fused or not: per output n,
+/// γ_(in+1) · (Σ_k |x_k w[n][k]| + |b_n|) + in · 2^-149 (the last term: a product
+/// that underflows is off by up to 2^-150 absolute, and sums never underflow).
+std::vector<double> LinearBiasErrorBound(std::span<const double> x, std::span<const double> w,
+                                         std::span<const double> b);
+/// §FUS.9.1 The demo value fl32(γ · p̂) for every gate γ in [g_lo, g_hi] ∩ [0, 1]
+/// and every p̂ within `p_err` of the exact projection `p`: the four corners of
+/// the product, widened by the product's own rounding (u · |value| + 2^-150).
+Range DemoValueRange(double p, double p_err, double g_lo, double g_hi);
+/// §FUS.9.1 SiLU over [x.lo, x.hi] (not monotone: decreasing below its minimum at
+/// x* = −1.27846, increasing above), widened by torch's float32 evaluation
+/// x / (1 + exp(−x)) (γ_4 relative + 2^-149), and reaching 0 where exp(−x) may
+/// overflow to inf (x < −88: x / inf = −0).
+Range SiluRange(Range x);
+/// §FUS.9.1 ShortConv(value) (§FUS.7) for every value whose element i lies in
+/// value[i] ([T][hc][hidden]): the RMSNorm over the box (sum of squares between
+/// its smallest and largest terms), the conv's exact range (the taps read
+/// distinct steps, so the terms vary independently) widened by the convTerms
+/// bound γ_(K+⌈H/2⌉+5) · T and the underflow terms, then SiluRange. An element
+/// whose bounds are not finite is [NaN, NaN].
+std::vector<Range> ShortConvRange(std::span<const Range> value, size_t steps, const DemoParams& params);
+
 /** \var V41StreamTrace::sum_h2
  *  §FUS.3 sum of h_i^2. */
 /** \var V41StreamTrace::mean_h2

@@ -372,6 +372,46 @@ RC_GTEST_PROP(FusionProperties, ShortConvIsCausal, ()) {
   }
 }
 
+// §FUS.9.1 SiLU is not monotone: its range over [lo, hi] holds SiLU of every
+// point of the interval (in float64 and as the float32 mirror rounds it), the
+// minimum -0.27846 included where the interval straddles x* = -1.27846.
+RC_GTEST_PROP(FusionProperties, SiluRangeHoldsEveryPoint, (int16_t a, int16_t b, uint8_t at)) {
+  const double x0 = a / 4096.0, x1 = b / 4096.0;  // |x| < 8
+  const Range r = SiluRange({std::min(x0, x1), std::max(x0, x1)});
+  const double x = std::min(x0, x1) + (std::max(x0, x1) - std::min(x0, x1)) * (at / 255.0);
+  for (Precision p : {k64, k32}) {
+    const double s = Silu(Round(x, p), p);
+    if (Round(x, p) < std::min(x0, x1) || Round(x, p) > std::max(x0, x1)) continue;
+    RC_ASSERT(r.lo <= s);
+    RC_ASSERT(s <= r.hi);
+  }
+}
+
+// §FUS.9.1 ShortConvRange holds the float32 mirror's ShortConv of every value
+// in the box (here: each element at an end or inside its interval).
+RC_GTEST_PROP(FusionProperties, ShortConvRangeHoldsEveryValueInTheBox, ()) {
+  const size_t steps = *rc::gen::inRange<size_t>(1, 9);
+  const size_t hidden = *rc::gen::inRange<size_t>(1, 4);
+  DemoParams q = TinyDemo(2, hidden, 2, 3, 2);
+  const size_t n = steps * 2 * hidden;
+  const auto centre = *rc::gen::container<std::vector<int>>(n, rc::gen::inRange(-3000, 3000));
+  const auto width = *rc::gen::container<std::vector<int>>(n, rc::gen::inRange(0, 50));
+  const auto pick = *rc::gen::container<std::vector<int>>(n, rc::gen::inRange(0, 3));
+  std::vector<Range> box(n);
+  std::vector<double> point(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double c = centre[i] / 1024.0, w = width[i] / 65536.0;
+    box[i] = {c - w, c + w};
+    point[i] = pick[i] == 0 ? box[i].lo : pick[i] == 1 ? box[i].hi : Round(c, k32);
+  }
+  const std::vector<Range> range = ShortConvRange(box, steps, q);
+  const ShortConvTrace m = ShortConv(point, steps, q, k32);
+  for (size_t i = 0; i < n; ++i) {
+    RC_ASSERT(range[i].lo <= m.act[i]);
+    RC_ASSERT(m.act[i] <= range[i].hi);
+  }
+}
+
 RC_GTEST_PROP(FusionProperties, MirrorWithinToleranceOfReference, ()) {
   // §FUS.3 step 5, §FUS.9: in both precisions the bf16 cast of out is faithful
   // to the value it casts. (The float32 mirror's out is not always faithful to

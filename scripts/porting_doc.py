@@ -886,7 +886,12 @@ MODEL = {
             I("e", "flat[K]", "hexfloat", "the position's rows flattened (float32 values)"),
             I("hidden", "flat[hc][H]", "hexfloat", "the hidden state, stream c at c · H"),
             O("gate", "flat[hc]", "pair", "`gate_c = GD(g_c)`"),
-            O("value", "flat[hc][H]", "pair", "`value_c = gate_c · Linear_v(e)`"),
+            O("value", "flat[hc][H]", "pair", "`value_c = gate_c · Linear_v(e)`; judged over valueLow64 … valueHigh64 "
+              "(§FUS.9.1)"),
+            REF("valueLow64", "flat[hc][H]", "hexfloat", "the smallest gate · p over every gate the gate's tolerance "
+                "allows and every float32 projection p (any summation order), with the product's rounding "
+                "(§FUS.9.1): the value's tolerance is measured from [valueLow64, valueHigh64]"),
+            REF("valueHigh64", "flat[hc][H]", "hexfloat", "see valueLow64"),
             OPT("intermediate", "", "object", "`{valueProj, streams [hc]}` float traces")],
         facts=[("layout: `Σ_k e[k] · keyWeight[(c·H + n)·K + k] + keyBias[c·H + n]` in float64 is "
                 "`intermediate.streams[c].float64.key[n]`, and `Σ_k e[k] · valueWeight[n·K + k] + valueBias[n]` is "
@@ -945,14 +950,28 @@ MODEL = {
             REF("outHigh64", "flat[T][hc][dim]", "hexfloat", "see outLow64",
                 when=lambda x: x.valid and x.profile == "v4.1", when_text="v4.1"),
             REF("gateLow64", "flat[T][hc]", "hexfloat", "the bounds of the float64 gate over every faithful kv "
-                "(§FUS.9.1): the gate's tolerance is measured from [gateLow64, gateHigh64]",
-                when=lambda x: x.valid and x.profile == "v4.1", when_text="v4.1"),
+                "(v4.1) or every g within g's tolerance (demo) (§FUS.9.1): the gate's tolerance is measured from "
+                "[gateLow64, gateHigh64]",
+                when=lambda x: x.valid),
             REF("gateHigh64", "flat[T][hc]", "hexfloat", "see gateLow64",
-                when=lambda x: x.valid and x.profile == "v4.1", when_text="v4.1"),
-            O("output", "flat[T][hc][H]", "pair", "value + ShortConv(value)",
+                when=lambda x: x.valid),
+            O("output", "flat[T][hc][H]", "pair", "value + ShortConv(value); judged over outputLow64 … outputHigh64 "
+              "(§FUS.9.1)",
               when=lambda x: x.valid and x.profile == "demo-v1", when_text="demo-v1"),
-            O("hiddenAfter", "flat[T][hc][H]", "pair", "output + hidden",
+            REF("outputLow64", "flat[T][hc][H]", "hexfloat", "the bounds of output over every allowed gate, every "
+                "float32 value projection, ShortConv and addition (§FUS.9.1): the output's tolerance is measured "
+                "from [outputLow64, outputHigh64]",
+                when=lambda x: x.valid and x.profile == "demo-v1", when_text="demo-v1"),
+            REF("outputHigh64", "flat[T][hc][H]", "hexfloat", "see outputLow64",
+                when=lambda x: x.valid and x.profile == "demo-v1", when_text="demo-v1"),
+            O("hiddenAfter", "flat[T][hc][H]", "pair", "output + hidden; judged over hiddenAfterLow64 … "
+              "hiddenAfterHigh64 (§FUS.9.1)",
               when=lambda x: x.valid and x.profile == "demo-v1", when_text="demo-v1"),
+            REF("hiddenAfterLow64", "flat[T][hc][H]", "hexfloat", "the bounds of output + hidden over every output "
+                "of outputLow64 … outputHigh64 (§FUS.9.1)",
+                when=lambda x: x.valid and x.profile == "demo-v1", when_text="demo-v1"),
+            REF("hiddenAfterHigh64", "flat[T][hc][H]", "hexfloat", "see hiddenAfterLow64",
+                when=lambda x: x.valid and x.profile == "demo-v1", when_text="demo-v1"),
             O("gate", "flat[T][hc]", "pair", "the gates"),
             OPT("intermediate", "", "object", "`rows`, `e` and per-stage values (v4.1 `actScales`, `kv`, `kvRef64`; "
                 "demo `value`, `shortConv`)")],

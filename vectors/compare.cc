@@ -201,28 +201,36 @@ std::vector<DotRef> GateDots(const std::string& type, const json& intermediate) 
 // ShortConv's SiLU(conv) that the reduction orders allow, 1.1 * gamma * T per
 // element, T = sum_j |W[ch][j] * n[t - (kernel-1-j) * dilation][ch]| from the
 // group's taps and the vector's float64 `normed` (padded steps add nothing),
-// gamma = gamma_{kernel + ceil(hidden/2) + 5} with u = 2^-24. Empty when the
-// vector gives no `normed`.
+// gamma = gamma_{kernel + ceil(hidden/2) + 5} with u = 2^-24, plus per tap on a
+// real step the underflow term (|W| (1 + |w|) + 1) 2^-149 (w the channel's norm
+// weight: a rounded product that underflows is off by 2^-150 absolute). Empty
+// when the vector gives no `normed`.
 std::vector<double> ConvTermsBound(const json& group, const json& intermediate) {
   if (!intermediate.is_object() || !intermediate.contains("float64") || !intermediate["float64"].contains("normed")) return {};
   const size_t hc = group.at("hc"), hidden = group.at("hidden"), kernel = group.at("kernel"), dilation = group.at("dilation");
   const size_t channels = hc * hidden;
   const json& taps = group.at("convWeight");
+  const json& norm_w = group.at("convNormWeight");
   const json& normed = intermediate["float64"]["normed"];
-  if (channels == 0 || kernel == 0 || taps.size() != channels * kernel || normed.size() % channels != 0) return {};
+  if (channels == 0 || kernel == 0 || taps.size() != channels * kernel || norm_w.size() != channels ||
+      normed.size() % channels != 0) {
+    return {};
+  }
   const double n_ops = static_cast<double>(kernel + (hidden + 1) / 2 + 5), u = std::ldexp(1.0, -24);
   const double gamma = n_ops * u / (1 - n_ops * u);
   std::vector<double> bound(normed.size());
   for (size_t i = 0; i < normed.size(); ++i) {
     const size_t t = i / channels, ch = i % channels;
-    double terms = 0;
+    double terms = 0, underflow = 0;
+    const double w_norm = std::fabs(FloatOf(norm_w[ch], "convNormWeight"));
     for (size_t j = 0; j < kernel; ++j) {
       const size_t back = (kernel - 1 - j) * dilation;
       if (back > t) continue;  // the zero padding: w * 0 (a non-finite w makes r NaN, judged as NaN)
-      terms += std::fabs(FloatOf(taps[ch * kernel + j], "convWeight") *
-                         FloatOf(normed[(t - back) * channels + ch], "normed"));
+      const double w = FloatOf(taps[ch * kernel + j], "convWeight");
+      terms += std::fabs(w * FloatOf(normed[(t - back) * channels + ch], "normed"));
+      underflow += (std::fabs(w) * (1 + w_norm) + 1) * std::ldexp(1.0, -149);
     }
-    bound[i] = 1.1 * gamma * terms;  // SiLU is 1.1-Lipschitz (max SiLU' = 1.0998)
+    bound[i] = 1.1 * (gamma * terms + underflow);  // SiLU is 1.1-Lipschitz (max SiLU' = 1.0998)
   }
   return bound;
 }
