@@ -23,7 +23,8 @@ class Session:
         # the tables the port reads from its container (prepare_dsv41.py computes them): here the
         # group's layout, the very arrays the vectors were hashed with
         self.h = ns["NgramHash"](
-            token_map=torch.arange(group["compressedVocabSize"], dtype=torch.int64),
+            # push() takes compressed ids and never reads token_map (the C engine maps raw ids): left empty
+            token_map=torch.empty(0, dtype=torch.int64),
             primes=torch.tensor([l["primes"] for l in layers], dtype=torch.int64),
             offsets=torch.tensor([l["offsets"] for l in layers], dtype=torch.int64),
             multipliers=torch.tensor([l["multipliers"] for l in layers], dtype=torch.int64),

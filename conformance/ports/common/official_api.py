@@ -25,7 +25,8 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, load_defs
+from portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, identity_len,
+                     load_defs, test_ids)
 
 NAMES = ["find_next_prime", "build_compressed_token_map", "compute_hash_multipliers", "EngramLayout",
          "NgramHashState"]
@@ -90,14 +91,15 @@ class OfficialApiAdapter(Adapter):
             engram_compressed_vocab_size=cfg.get("engram_compressed_vocab_size", v),
             engram_pad_id=pad, max_batch_size=1, max_seq_len=MAX_SEQ)
 
-    def state(self, cfg, v, pad):
+    def state(self, cfg, v, pad, n=None):
         key = json.dumps([cfg, v, pad], sort_keys=True)
         args = self.args(cfg, v, pad)
         if key not in self.layouts:
             self.layouts[key] = self.ns["EngramLayout"].from_args(args)
         layout = self.layouts[key]
-        # the identity token map of V compressed ids (see the module docstring)
-        self.ns["build_compressed_token_map"] = lambda tokenizer: (list(range(v)), v)
+        # the identity token map of V compressed ids (see the module docstring; n: portlib.identity_len)
+        n = v if n is None else n
+        self.ns["build_compressed_token_map"] = lambda tokenizer: (list(range(n)), v)
         return self.ns["NgramHashState"](args, layout, None), layout
 
     def answer(self, suite, type_, group, test):
@@ -126,8 +128,11 @@ class OfficialApiAdapter(Adapter):
             cfg = config_of(group)
             m = cfg["engram_max_ngram_size"]
 
+            v, pad = group["compressedVocabSize"], group["compressedPad"]
+            n = identity_len(v, test_ids(test), pad)
+
             def new_session(capacity):
-                state, _ = self.state(cfg, group["compressedVocabSize"], group["compressedPad"])
+                state, _ = self.state(cfg, v, pad, n)
                 return Session(self.ns, state, m)
 
             if type_ == "HashTest":

@@ -177,3 +177,27 @@ def main(adapter_class, description):
         if req.get("op") == "bye":
             break
     return 0
+
+
+IDENTITY_FULL_MAX = 1 << 22  # V up to this: the whole identity map of V ids is built
+
+
+def test_ids(test):
+    """Every id a hash test feeds (HashTest ids, HashStateTest append steps)."""
+    if "ids" in test:
+        return list(test["ids"])
+    return [i for step in test.get("steps", []) for i in step.get("ids", [])]
+
+
+def identity_len(v, ids, pad):
+    """How many entries of the identity token map (raw id c -> compressed id c) the adapter builds. All V
+    of them when V is at most IDENTITY_FULL_MAX, so that an id >= V meets the port's own bounds check.
+    Beyond that (random layouts draw V up to 2^31: a map of 2^31 int64 is 16 GiB) only the prefix the
+    test's ids and the pad index, which gives the same answers for every id < V; a test with an id >= V
+    and such a V is unsupported (the port's bounds check would need the whole map)."""
+    if v <= IDENTITY_FULL_MAX:
+        return max(v, 0)
+    need = max([i for i in ids if i >= 0] + [pad]) + 1
+    if need > v:
+        raise Unsupported(f"an id >= V = {v}: the port's bounds check would need an identity map of {v} ids")
+    return need

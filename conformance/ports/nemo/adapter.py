@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, load_defs, main  # noqa: E402
+from portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, identity_len, load_defs, main, test_ids  # noqa: E402
 
 PATH = "nemo_automodel/components/models/deepseek_v41/engram.py"
 NAMES = ["_MULTIPLIER_SEED", "_DEAD_TOKEN", "_is_prime", "find_next_prime", "compute_hash_multipliers",
@@ -33,7 +33,7 @@ class Nemo(Adapter):
         self.ns = load_defs(os.path.join(checkout, PATH), NAMES, ns, future_annotations=True)
         self.layouts = {}
 
-    def hasher(self, cfg, v, pad):
+    def hasher(self, cfg, v, pad, n=None):
         if "engram_num_embeddings" not in cfg:
             raise Unsupported("a config without engram_num_embeddings: the port's config always carries it")
         config = SimpleNamespace(
@@ -42,16 +42,17 @@ class Nemo(Adapter):
             engram_vocab_size=cfg["engram_vocab_size"], engram_num_embeddings=cfg["engram_num_embeddings"],
             engram_head_dim=cfg.get("engram_head_dim", 1),
             engram_compressed_vocab_size=cfg.get("engram_compressed_vocab_size", v),
-            # the model vocabulary is the identity-mapped V (raw id c is compressed id c) ...
-            vocab_size=v,
+            # the model vocabulary is the identity-mapped V (raw id c is compressed id c; a prefix of it when
+            # V is huge, portlib.identity_len) ...
+            vocab_size=v if n is None else n,
             # ... so the raw pad is the compressed pad
             engram_pad_token_id=pad)
         key = repr(sorted(cfg.items()))
         if key not in self.layouts:
             self.layouts[key] = self.ns["EngramLayout"].from_config(config)
         hasher = self.ns["DeepseekV41EngramHasher"](config, self.layouts[key])
-        if not hasher.has_token_map:  # config's compressed size differs from V: attach V's map (the port refuses)
-            hasher.set_token_map(list(range(v)), v)
+        if not hasher.has_token_map:  # a prefix map, or the config's size differs from V (the port refuses)
+            hasher.set_token_map(list(range(v if n is None else n)), v)
         return hasher
 
     def answer(self, suite, type_, group, test):
@@ -69,7 +70,8 @@ class Nemo(Adapter):
                                 "primes": as_int_rows(lay.primes[i]), "offsets": as_int_rows(h.offsets[i]),
                                 "numEmbeddings": int(lay.num_embeddings[i])} for i, l in enumerate(lay.layer_ids)]}
         if type_ == "HashTest":
-            h = self.hasher(config_of(group), group["compressedVocabSize"], group["compressedPad"])
+            v, pad = group["compressedVocabSize"], group["compressedPad"]
+            h = self.hasher(config_of(group), v, pad, identity_len(v, test["ids"], pad))
             ids = test["ids"]
             t = torch.tensor([[0 if i == DEAD else i for i in ids]], dtype=torch.int64)  # DEAD: token_mask
             mask = torch.tensor([[i != DEAD for i in ids]], dtype=torch.bool)

@@ -9,7 +9,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, main  # noqa: E402
+from portlib import DEAD, IDENTITY_FULL_MAX, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, main  # noqa: E402
 
 PATH = "pypto_serving/model/deepseek_v41/engram.py"
 
@@ -62,6 +62,9 @@ class Pypto(Adapter):
         if type_ in ("HashTest", "HashStateTest"):
             layout = mod.EngramLayout.from_config(config_of(group))
             v, pad = group["compressedVocabSize"], group["compressedPad"]
+            if v > IDENTITY_FULL_MAX:
+                raise Unsupported(f"V = {v}: the port requires a token map covering all V compressed ids "
+                                  "(EngramHashState.__init__), too large to build here")
 
             def new_session(capacity):
                 return Session(mod, layout, v, pad, capacity)

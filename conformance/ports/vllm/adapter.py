@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, load_defs, main  # noqa: E402
+from portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, identity_len, load_defs, main  # noqa: E402
 
 COMMON = "vllm/models/deepseek_v41/common/engram.py"
 TESTS = "tests/kernels/test_engram.py"
@@ -76,7 +76,8 @@ class Vllm(Adapter):
             blocks = max(1, (t + BLOCK - 1) // BLOCK)
             out = self.tests["_reference_hashes"](
                 ids, list(range(t)), list(range(t)), [0, t], [list(range(blocks))], [i == DEAD for i in ids],
-                [-1] * (blocks * BLOCK), list(range(group["compressedVocabSize"])),
+                [-1] * (blocks * BLOCK),
+                list(range(identity_len(group["compressedVocabSize"], ids, group["compressedPad"]))),
                 [l["multipliers"] for l in layers], [l["primes"] for l in layers], [l["offsets"] for l in layers])
             return {"rows": as_int_rows(out)}
         raise Unsupported(f"{type_}: the stateful hash (NgramHashState) runs only as a Triton kernel")
