@@ -37,7 +37,12 @@ def run_conform(engram, vectors, impl, suite, report, extra, timeout):
     cmd = [engram, "conform", "--vectors", vectors, "--suite", suite, "--report-json", report,
            "--timeout", str(timeout)] + extra + impl
     t0 = time.time()
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    for attempt in range(3):  # a handshake can miss its 30 s on a loaded machine (torch + sympy imports): retry
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if not (r.returncode == 2 and "handshake failed: no answer to hello" in r.stderr):
+            break
+        print(f"ports: no answer to hello (attempt {attempt + 1}), retrying", file=sys.stderr)
+        time.sleep(5)
     if r.returncode not in (0, 1) or not os.path.exists(report):
         raise RuntimeError(f"{' '.join(map(shlex.quote, cmd))}: exit {r.returncode}\n{r.stderr[-2000:]}")
     with open(report, encoding="utf-8") as f:
