@@ -98,7 +98,11 @@ def measure(port, checkout, args, tmp):
                                         "error": str(e)[-300:]}})
                 continue
             s = (rnd.get("random") or {}).get("suites", {}).get(suite, {})
-            random_row = {"run": s.get("asked", 0) - s.get("otherProfile", 0), "failed": s.get("failing", 0),
+            c = rnd.get("suites", {}).get("random:" + suite, {})
+            # run: the cases the port answered (passed or failed); skipped: answered `unsupported`; the cases of
+            # a profile the port does not claim are not asked at all
+            random_row = {"run": c.get("passed", 0) + c.get("failed", 0), "failed": c.get("failed", 0),
+                          "skipped": c.get("skipped", 0), "drawn": s.get("drawn", 0),
                           "shrunk": s.get("shrunk", []), "seconds": secs}
             for case in random_row["shrunk"]:
                 why = port.get("randomFailures", {}).get(suite, {}).get(case["reason"])
@@ -147,6 +151,8 @@ def main():
         date, args.random, args.seed, args.max_random_failures = (saved["date"], saved["random"], saved["seed"],
                                                                    saved["maxRandomFailures"])
         by_id = {p["id"]: p for p in ports}
+        saved_ids = {pid for pid, *_ in saved["ports"]}
+        saved["ports"] += [[p["id"], None, p["why"], []] for p in ports if p["kind"] == "none" and p["id"] not in saved_ids]
         for pid, commit, why_not, rows in saved["ports"]:
             port = by_id[pid]
             for r in rows:  # the explanations as port.json gives them now
@@ -161,6 +167,9 @@ def main():
         ports = []
     with tempfile.TemporaryDirectory() as tmp:
         for port in ports:
+            if port["kind"] == "none":  # a listed port without an adapter yet: say so, measure nothing
+                measured.append((port, None, port["why"], []))
+                continue
             checkout = os.path.abspath(os.path.join(args.checkouts, port["checkout"]))
             if not all(os.path.exists(os.path.join(checkout, f)) for f in port["files"]):
                 measured.append((port, None, f"no checkout with {', '.join(port['files'])} under {checkout}", []))
@@ -183,6 +192,11 @@ def main():
                f"{args.max_random_failures} failing cases kept and shrunk per suite. Each port runs through its "
                "adapter in `conformance/ports/<port>/` (its README says what it claims, what it answers "
                "`unsupported` and why, and what it stubs); nothing of the port is changed.")
+    out.append("")
+    out.append("Commit: `git rev-parse HEAD` of a git checkout, else the checkout's `COMMIT` file. The checkouts of "
+               "the committed matrix were not git trees: each holds the named files as a public code index stores "
+               "them at the commit its `COMMIT` line gives, some only through the definitions the adapter runs "
+               "(line numbers are the files' own).")
     if args.random < 10000:
         out.append("")
         out.append(f"**Fewer random cases than issue 29 asks (10,000 or 10 minutes per suite):** this matrix was "
@@ -190,25 +204,29 @@ def main():
                    "`scripts/ports.sh CHECKOUTS_DIR` runs 10,000 by default.")
     out.append("")
     out.append("Columns: fixed vectors passed / failed / skipped (skipped: not claimed by the port's adapter for "
-               "that profile or test type, or `unsupported`); random cases run / failed (the cases the port was "
-               "asked; `failed` counts failing cases before the per-suite stop).")
+               "that profile or test type, or `unsupported`); random cases run (answered: passed or failed) / "
+               "failed / skipped (answered `unsupported`); cases of a profile the port does not claim are not "
+               "asked. A suite's random cases stop at its first failures (`--max-random-failures`), so `run` can "
+               "be below the count asked for.")
     out.append("")
-    out.append("| port | commit | suite | fixed passed | failed | skipped | random run | random failed |")
-    out.append("|---|---|---|---|---|---|---|---|")
+    out.append("| port | commit | suite | fixed passed | failed | skipped | random run | random failed | random skipped |")
+    out.append("|---|---|---|---|---|---|---|---|---|")
     for port, commit, why_not, rows in measured:
         if why_not:
-            out.append(f"| {port['name']} | — | — | not measured: {why_not} | | | | |")
+            out.append(f"| {port['name']} | — | — | not measured: {why_not} | | | | | |")
             continue
         for r in rows:
             short = commit if len(commit) <= 60 else commit[:57] + "..."
             out.append(f"| {port['name']} | {short} | {r['suite']} | {r['passed']} | {r['failed']} | "
-                       f"{r['skipped']} | {r['random']['run']} | {r['random']['failed']} |")
+                       f"{r['skipped']} | {r['random']['run']} | {r['random']['failed']} | "
+                       f"{r['random'].get('skipped', '')} |")
     out.append("")
     for port, commit, why_not, rows in measured:
         out.append(f"## {port['name']}")
         out.append("")
-        out.append(f"Repository `{port['repo']}`, files {', '.join('`' + f + '`' for f in port['files'])}; "
-                   f"adapter `conformance/ports/{port['id']}/` ({'C-ABI plug-in' if port['kind'] == 'plugin' else 'JSON-lines'}).")
+        out.append(f"Repository `{port['repo']}`, files {', '.join('`' + f + '`' for f in port['files'])}; " +
+                   (f"adapter `conformance/ports/{port['id']}/` ({'C-ABI plug-in' if port['kind'] == 'plugin' else 'JSON-lines'})."
+                    if port["kind"] != "none" else "no adapter yet."))
         out.append("")
         if why_not:
             out.append(f"Not measured: {why_not}.")

@@ -25,7 +25,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, identity_len,
+from portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, identity_map,
                      load_defs, test_ids)
 
 NAMES = ["find_next_prime", "build_compressed_token_map", "compute_hash_multipliers", "EngramLayout",
@@ -91,15 +91,19 @@ class OfficialApiAdapter(Adapter):
             engram_compressed_vocab_size=cfg.get("engram_compressed_vocab_size", v),
             engram_pad_id=pad, max_batch_size=1, max_seq_len=MAX_SEQ)
 
-    def state(self, cfg, v, pad, n=None):
+    def state(self, cfg, v, pad, ids=()):
         key = json.dumps([cfg, v, pad], sort_keys=True)
-        args = self.args(cfg, v, pad)
+        prefix, raw_pad = identity_map(v, list(ids), pad)  # portlib.identity_map: the identity of V ids ...
+        args = self.args(cfg, v, raw_pad)
         if key not in self.layouts:
             self.layouts[key] = self.ns["EngramLayout"].from_args(args)
         layout = self.layouts[key]
-        # the identity token map of V compressed ids (see the module docstring; n: portlib.identity_len)
-        n = v if n is None else n
-        self.ns["build_compressed_token_map"] = lambda tokenizer: (list(range(n)), v)
+        # ... (or, for a huge V, the ids' prefix and one entry for the pad), as a tensor rather than a list (the
+        # port only indexes it and passes it to torch.tensor): the same values without a list of millions of ints
+        table = torch.arange(prefix, dtype=torch.int64)
+        if raw_pad == prefix:
+            table = torch.cat([table, torch.tensor([pad], dtype=torch.int64)])
+        self.ns["build_compressed_token_map"] = lambda tokenizer: (table, v)
         return self.ns["NgramHashState"](args, layout, None), layout
 
     def answer(self, suite, type_, group, test):
@@ -129,10 +133,10 @@ class OfficialApiAdapter(Adapter):
             m = cfg["engram_max_ngram_size"]
 
             v, pad = group["compressedVocabSize"], group["compressedPad"]
-            n = identity_len(v, test_ids(test), pad)
+            ids = test_ids(test)
 
             def new_session(capacity):
-                state, _ = self.state(cfg, v, pad, n)
+                state, _ = self.state(cfg, v, pad, ids)
                 return Session(self.ns, state, m)
 
             if type_ == "HashTest":

@@ -201,3 +201,18 @@ def identity_len(v, ids, pad):
     if need > v:
         raise Unsupported(f"an id >= V = {v}: the port's bounds check would need an identity map of {v} ids")
     return need
+
+
+def identity_map(v, ids, pad):
+    """The token map an adapter gives a port that maps raw ids itself: (prefix, raw_pad). The map is the
+    identity on raw ids 0 … prefix − 1 (raw id c is compressed id c), followed, when raw_pad == prefix, by one
+    entry holding the compressed pad (the raw pad id is then `prefix`). V up to IDENTITY_FULL_MAX: the whole
+    identity of V ids, raw pad = pad, so an id >= V meets the port's own bounds check. Beyond (random layouts
+    draw V up to 2^31, and the pad is often V - 1): the prefix the test's ids need plus the pad entry, which
+    gives the same answers for every id < V; a test with an id >= V and such a V is unsupported."""
+    if v <= IDENTITY_FULL_MAX:
+        return max(v, 0), pad
+    if any(i >= v for i in ids):
+        raise Unsupported(f"an id >= V = {v}: the port's bounds check would need an identity map of {v} ids")
+    need = max([i for i in ids if i >= 0], default=-1) + 1
+    return need, need

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, identity_len, load_defs, main, test_ids  # noqa: E402
+from portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, identity_map, load_defs, main, test_ids  # noqa: E402
 
 PATH = "nemo_automodel/components/models/deepseek_v41/engram.py"
 NAMES = ["_MULTIPLIER_SEED", "_DEAD_TOKEN", "_is_prime", "find_next_prime", "compute_hash_multipliers",
@@ -33,7 +33,11 @@ class Nemo(Adapter):
         self.ns = load_defs(os.path.join(checkout, PATH), NAMES, ns, future_annotations=True)
         self.layouts = {}
 
-    def hasher(self, cfg, v, pad, n=None):
+    def hasher(self, cfg, v, pad, ids=()):
+        prefix, raw_pad = identity_map(v, list(ids), pad)  # portlib.identity_map
+        table = torch.arange(prefix, dtype=torch.int64)
+        if raw_pad == prefix:
+            table = torch.cat([table, torch.tensor([pad], dtype=torch.int64)])
         if "engram_num_embeddings" not in cfg:
             raise Unsupported("a config without engram_num_embeddings: the port's config always carries it")
         config = SimpleNamespace(
@@ -44,15 +48,15 @@ class Nemo(Adapter):
             engram_compressed_vocab_size=cfg.get("engram_compressed_vocab_size", v),
             # the model vocabulary is the identity-mapped V (raw id c is compressed id c; a prefix of it when
             # V is huge, portlib.identity_len) ...
-            vocab_size=v if n is None else n,
-            # ... so the raw pad is the compressed pad
-            engram_pad_token_id=pad)
+            vocab_size=int(table.numel()),
+            # ... so the raw pad is the compressed pad (or the extra entry that holds it)
+            engram_pad_token_id=raw_pad)
         key = repr(sorted(cfg.items()))
         if key not in self.layouts:
             self.layouts[key] = self.ns["EngramLayout"].from_config(config)
         hasher = self.ns["DeepseekV41EngramHasher"](config, self.layouts[key])
         if not hasher.has_token_map:  # a prefix map, or the config's size differs from V (the port refuses)
-            hasher.set_token_map(list(range(v if n is None else n)), v)
+            hasher.set_token_map(table, v)
         return hasher
 
     def answer(self, suite, type_, group, test):
@@ -71,7 +75,7 @@ class Nemo(Adapter):
                                 "numEmbeddings": int(lay.num_embeddings[i])} for i, l in enumerate(lay.layer_ids)]}
         if type_ == "HashTest":
             v, pad = group["compressedVocabSize"], group["compressedPad"]
-            h = self.hasher(config_of(group), v, pad, identity_len(v, test["ids"], pad))
+            h = self.hasher(config_of(group), v, pad, test["ids"])
             ids = test["ids"]
             t = torch.tensor([[0 if i == DEAD else i for i in ids]], dtype=torch.int64)  # DEAD: token_mask
             mask = torch.tensor([[i != DEAD for i in ids]], dtype=torch.bool)
