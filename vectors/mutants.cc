@@ -1,6 +1,7 @@
 #include "vectors/mutants.h"
 
 #include <algorithm>
+#include <set>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -206,6 +207,30 @@ std::string ConfigGapBug(ConfigGap gap) {
     case ConfigGap::kNumEmbeddingsUnchecked: return "upstream-num-embeddings";
   }
   return "";
+}
+
+std::vector<std::vector<std::vector<int64_t>>> PrimesSkipping(const EngramConfig& config, uint64_t skipped) {
+  // §LAY.2's search (one `seen` set over every layer, each order restarting at its base - 1), with a prime
+  // test that calls `skipped` composite.
+  std::set<uint64_t> seen;
+  std::vector<std::vector<std::vector<int64_t>>> out;
+  for (size_t li = 0; li < config.layer_ids.size(); ++li) {
+    std::vector<std::vector<int64_t>> layer;
+    for (int order = 2; order <= config.max_ngram; ++order) {
+      std::vector<int64_t> heads;
+      uint64_t candidate = static_cast<uint64_t>(config.bases[static_cast<size_t>(order - 2)]) - 1;
+      for (int h = 0; h < config.heads; ++h) {
+        do {
+          ++candidate;
+        } while (!IsPrime(candidate) || candidate == skipped || seen.count(candidate) != 0);
+        seen.insert(candidate);
+        heads.push_back(static_cast<int64_t>(candidate));
+      }
+      layer.push_back(heads);
+    }
+    out.push_back(layer);
+  }
+  return out;
 }
 
 bool GapAccepts(ConfigGap gap, const nlohmann::json& config, const std::string& profile, int64_t v, int64_t pad) {

@@ -92,6 +92,14 @@ enum class ConfigGap {
 };
 inline constexpr ConfigGap kConfigGaps[] = {ConfigGap::kDuplicateLayerIds, ConfigGap::kZeroHeads,
                                             ConfigGap::kMaxNgramOne, ConfigGap::kNumEmbeddingsUnchecked};
+// §VEC.12 vLLM's layout code (vllm/models/deepseek_v41/common/engram.py `_is_prime`, a Miller-Rabin with
+// the witnesses 2, 7, 61 after trial division by the primes up to 37) declares its witness 61 itself composite:
+// for n = 61, pow(61, d, 61) = 0 is neither 1 nor n - 1. Its prime search therefore skips 61. The primes
+// [layer][order][head] of `config` as a search that rejects `skipped` draws them (§LAY.2 otherwise).
+std::vector<std::vector<std::vector<int64_t>>> PrimesSkipping(const EngramConfig& config, uint64_t skipped);
+// "MillerRabinWitness61": the flag of that mutant (planted bug: numpy_adapter.py --bug miller-rabin-61).
+inline constexpr const char* kMillerRabin61Flag = "MillerRabinWitness61";
+
 // "UpstreamDuplicateLayerIds", "UpstreamZeroHeads", "UpstreamMaxNgramOne",
 // "UpstreamNumEmbeddingsUnchecked".
 std::string ConfigGapFlag(ConfigGap gap);

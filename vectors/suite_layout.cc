@@ -75,6 +75,22 @@ ojson GenerateLayout() {
       flags = WithMutantFlags(flags, {Mutant::kInt32Multipliers}, [&](Mutant m) {
         return LayersJson(MutantLayout(m, layout, cfg.seed)) != LayersJson(layout);
       });
+      // §VEC.12 a port with vLLM's prime test (it skips 61) draws other primes for this configuration.
+      std::vector<std::vector<std::vector<int64_t>>> primes;
+      for (const LayerLayout& l : layout.layers) primes.push_back(l.primes);
+      if (PrimesSkipping(cfg, 61) != primes) {
+        if (!b.HasNote(kMillerRabin61Flag)) {
+          b.Divergence(kMillerRabin61Flag,
+                       "vLLM's layout code (vllm/models/deepseek_v41/common/engram.py, _is_prime: Miller-Rabin with "
+                       "the witnesses 2, 7 and 61 after trial division by the primes up to 37) declares the witness "
+                       "61 itself composite (pow(61, d, 61) = 0), so its prime search skips 61 and every later "
+                       "modulus of the layout moves; §LAY.2 takes 61 where the search reaches it. Real "
+                       "configurations (bases near 16 000 000) never reach 61; small bases (and the random "
+                       "layouts' bases) do.",
+                       "§LAY.2", "miller-rabin-61");
+        }
+        flags.push_back(kMillerRabin61Flag);
+      }
     } catch (const Error& e) {
       fields["result"] = "invalid";
       fields["error"] = e.what();

@@ -177,7 +177,23 @@ ojson GenerateMultipliers() {
       error = e.what();
     }
     if (error.empty()) throw Error("generator: the reference accepts the invalid MultipliersTest '" + comment + "'");
-    b.Test(g, comment, {"InvalidLayerSeed"}, {"§RNG.4"},
+    // §VEC.12 a validation gap of the upstream demo: it draws with default_rng(int(seed + 10007 * layer_id)),
+    // a Python integer, and numpy's SeedSequence takes every non-negative integer of any size. The flag is set
+    // iff that sum is >= 0 (the demo then accepts what §RNG.4 refuses).
+    std::vector<std::string> flags = {"InvalidLayerSeed"};
+    const __int128 demo_seed = static_cast<__int128>(seed) + static_cast<__int128>(10007) * layer_id;
+    if (demo_seed >= 0) {
+      if (!b.HasNote("UpstreamLayerSeedUnchecked")) {
+        b.Divergence("UpstreamLayerSeedUnchecked",
+                     "A validation gap of the upstream demo (engram_demo_v1.py, NgramHashMapping), not a behaviour "
+                     "to copy: it seeds numpy with int(seed + 10007 * layer_id), a Python integer, and numpy's "
+                     "SeedSequence takes any non-negative integer, so a negative seed that the layer term lifts to "
+                     ">= 0 and a sum beyond 2^64 - 1 are both accepted, where §RNG.4 refuses them.",
+                     "§RNG.4", "upstream-layer-seed");
+      }
+      flags.push_back("UpstreamLayerSeedUnchecked");
+    }
+    b.Test(g, comment, flags, {"§RNG.4"},
            {{"seed", seed}, {"layerId", layer_id}, {"compressedVocabSize", 1000}, {"maxNgram", 4}, {"result", "invalid"},
             {"error", error}});
   };

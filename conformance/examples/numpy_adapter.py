@@ -55,6 +55,8 @@ the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the ou
   rollback-dead          v4.1 rollback keeps only max-1 ids: overwritten slots read DEAD              RollbackReadsDead
   raw-beyond-dead        v4.1: a raw id >= T becomes DEAD (a llama.cpp fork) instead of a refusal     RawIdBeyondTokenizerDead
   official-indexing      v4.1: token_map[raw] with torch indexing (-1 -> map[T-1]), then the mask     OfficialTorchIndexing
+  upstream-layer-seed    demo: any seed + 10007 * layer_id >= 0 accepted (numpy takes any size)        UpstreamLayerSeedUnchecked
+  miller-rabin-61        the prime test declares 61 composite (vLLM's _is_prime: 61 is its own witness) MillerRabinWitness61
 Bugs that the random cases (--random, §CONF.7) find, and every committed vector missed when they were planted
 (lazy-import and position-int32 fail the hash_state tests flagged MidSequenceStart now):
   ngram-cap-4            a fixed 4-slot window: orders above 4 read pad beyond the 4th slot
@@ -117,6 +119,8 @@ BUGS = {
     "rollback-dead": "RollbackReadsDead",
     "raw-beyond-dead": "RawIdBeyondTokenizerDead",
     "official-indexing": "OfficialTorchIndexing",
+    "miller-rabin-61": "MillerRabinWitness61",
+    "upstream-layer-seed": "UpstreamLayerSeedUnchecked",
 }
 # --bug NAME for bugs that no committed vector catches (each passes every fixed vector: conform_tests
 # RandomConformance shows it), found by the random cases instead (spec/conformance.md §CONF.7).
@@ -155,6 +159,9 @@ def multiplier_bound(v, int32=False):
 
 def multipliers(seed, layer_id, v, max_ngram):
     int32 = BUG == "int32-multipliers"
+    if BUG == "upstream-layer-seed":  # the demo: default_rng(int(seed + 10007 * layer_id)), any size, >= 0
+        return [int(x) * 2 + 1 for x in np.random.default_rng(seed + 10007 * layer_id).integers(
+            0, multiplier_bound(v), size=max_ngram, dtype=np.int64)]
     if seed < 0 or layer_id < 0:
         raise ValueError("seed and layer id must be >= 0")
     layer_seed = seed + 10007 * layer_id
@@ -225,6 +232,8 @@ def parse_config(doc, profile=None):
 def is_prime(n):
     """Deterministic Miller-Rabin for n < 3.3e24 (first twelve prime bases)."""
     if n < 2:
+        return False
+    if BUG == "miller-rabin-61" and n == 61:  # vLLM's _is_prime: 61 is one of its witnesses, pow(61, d, 61) = 0
         return False
     small = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
     for p in small:

@@ -1,0 +1,218 @@
+"""What every port adapter shares: the JSON-lines loop of spec/conformance.md §CONF.2, a loader that
+runs chosen definitions of a port's own source file, and the HashStateTest script driver.
+
+An adapter (conformance/ports/<port>/adapter.py) says which suites and profiles it claims and answers
+one test at a time from the port's code in a checkout whose path the user gives (--checkout DIR). It
+never edits that code: `load_defs` parses the port's file and executes only the top-level definitions
+the adapter names, compiled under the file's own path, so that line numbers in a traceback (and in a
+refusal message) are the port's own. That is how a framework module whose other imports (a GPU
+kernel package, a distributed runtime, a tokenizer download) are not needed by the Engram code is
+measured on a CPU: its Engram definitions run, its imports are stubbed (each adapter's README names
+what it stubs).
+
+Answers: an exception the port raises on an input is a refusal (`refused`, with the port's file:line);
+`Unsupported` (raised by an adapter for what the port has no way to express, e.g. a per-layer seed the
+port does not take) is `unsupported`, reported skipped, with the reason.
+"""
+import __future__
+import argparse
+import ast
+import copy
+import json
+import os
+import sys
+import traceback
+import types
+
+DEAD = -1
+
+
+class Unsupported(Exception):
+    """The port has no way to express this input (reported `skipped` with the reason)."""
+
+
+def load_defs(path, names, namespace, future_annotations=False):
+    """Execute the top-level definitions (def, class, assignment) named in `names` from the file `path`
+    into `namespace` and return it. Only those nodes run: the file's imports do not, so the adapter puts
+    what they would have bound (torch, numpy, a stub) into `namespace` first. Line numbers are kept."""
+    with open(path, encoding="utf-8") as f:
+        source = f.read()
+    tree = ast.parse(source, filename=path)
+    wanted, found = set(names), set()
+    body = []
+    for node in tree.body:
+        node_names = []
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+            node_names = [node.name]
+        elif isinstance(node, ast.Assign):
+            node_names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            node_names = [node.target.id]
+        hit = wanted.intersection(node_names)
+        if hit:
+            body.append(node)
+            found |= hit
+    missing = wanted - found
+    if missing:
+        raise SystemExit(f"{path}: the port's file has no top-level {', '.join(sorted(missing))} "
+                         f"(another version of the port? see the adapter's README)")
+    flags = __future__.annotations.compiler_flag if future_annotations else 0
+    code = compile(ast.Module(body=body, type_ignores=[]), path, "exec", flags=flags, dont_inherit=True)
+    # a module of its own in sys.modules: dataclasses and pickling look definitions up there
+    module = types.ModuleType(f"engram_port_{len(sys.modules)}")
+    module.__file__ = path
+    sys.modules[module.__name__] = module
+    module.__dict__.update(namespace)
+    exec(code, module.__dict__)
+    return module.__dict__
+
+
+def where(exc, checkout):
+    """The innermost frame of the traceback that lies in the checkout: 'path:line' (relative)."""
+    at = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if checkout and os.path.abspath(frame.filename).startswith(os.path.abspath(checkout) + os.sep):
+            at = f"{os.path.relpath(frame.filename, checkout)}:{frame.lineno}"
+    return at
+
+
+def config_of(group_or_test):
+    """The configuration's text part (the HF shape nests it under text_config)."""
+    cfg = group_or_test["config"]
+    return cfg.get("text_config", cfg)
+
+
+def hash_state_test(group, test, new_session):
+    """Drive a HashStateTest script (§VEC.7) through sessions made by new_session(capacity): objects
+    with append(ids) -> rows, rollback(k), .position and history() (the last min(position, M-1) ids).
+    A fork copies the source session (copy.deepcopy: what a server does to branch a request)."""
+    seqs, steps = {}, []
+    capacity = group.get("rollbackCapacity", 0)
+    for step in test["steps"]:
+        step = dict(step)
+        if step["op"] == "append":
+            s = seqs.get(step["seq"])
+            if s is None:
+                s = seqs[step["seq"]] = new_session(capacity)
+            step["rows"] = s.append(step["ids"])
+            step["positionAfter"], step["historyAfter"] = s.position, s.history()
+        elif step["op"] == "rollback":
+            s = seqs[step["seq"]]
+            s.rollback(step["k"])
+            step["positionAfter"], step["historyAfter"] = s.position, s.history()
+        elif step["op"] == "fork":
+            seqs[step["to"]] = copy.deepcopy(seqs[step["from"]])
+        else:
+            raise ValueError(f"unknown step op {step['op']!r}")
+        steps.append(step)
+    return {"steps": steps}
+
+
+def as_int_rows(x):
+    """A tensor / array / nested tuple of ints as nested lists of Python ints."""
+    if hasattr(x, "tolist"):
+        x = x.tolist()
+    if isinstance(x, (list, tuple)):
+        return [as_int_rows(v) for v in x]
+    return int(x)
+
+
+class Adapter:
+    """Subclass per port: set name/suites/profiles, implement answer(suite, type, group, test)
+    (return the outputs, or raise Unsupported / any exception for a refusal)."""
+    name = "port"
+    version = "?"
+    suites = []
+    profiles = []
+    refuse_on = (Exception,)
+
+    def __init__(self, checkout):
+        self.checkout = checkout
+
+    def answer(self, suite, type_, group, test):  # pragma: no cover - per port
+        raise Unsupported(type_)
+
+    def handle(self, req):
+        op = req.get("op")
+        if op == "hello":
+            return {"protocol": 1, "name": self.name, "version": self.version, "suites": self.suites,
+                    "profiles": self.profiles, "features": []}
+        if op == "contract":
+            return {"contract": None}
+        if op == "bye":
+            return {"bye": True}
+        if op == "accumulate":
+            return {"unsupported": "accumulated digests (10^3 … 10^7 positions) are not run through this port"}
+        if op != "test":
+            return {"unsupported": f"op {op}"}
+        try:
+            out = self.answer(req["suite"], req["type"], req["group"], req["test"])
+        except Unsupported as e:
+            return {"unsupported": str(e)}
+        except self.refuse_on as e:  # the port refused the input: report where
+            at = where(e, self.checkout)
+            return {"refused": f"{type(e).__name__}: {e}" + (f" (at {at})" if at else "")}
+        return {"outputs": out}
+
+
+def main(adapter_class, description):
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--checkout", default=os.environ.get("ENGRAM_PORT_CHECKOUT"),
+                    help="the port's checkout (or ENGRAM_PORT_CHECKOUT)")
+    args = ap.parse_args()
+    if not args.checkout or not os.path.isdir(args.checkout):
+        print(json.dumps({"protocol": 1, "error": f"no checkout: --checkout {args.checkout!r} is not a directory"}),
+              flush=True)
+        return 2
+    try:
+        adapter = adapter_class(os.path.abspath(args.checkout))
+    except (Exception, SystemExit) as e:  # the port's files are missing or do not load: say why, at hello
+        print(json.dumps({"protocol": 1, "error": f"cannot load the port from {args.checkout}: {e}"}), flush=True)
+        return 2
+    # the protocol owns stdout: a port that prints goes to stderr
+    out, sys.stdout = sys.stdout, sys.stderr
+    for line in sys.stdin:
+        req = json.loads(line)
+        print(json.dumps(adapter.handle(req)), file=out, flush=True)
+        if req.get("op") == "bye":
+            break
+    return 0
+
+
+IDENTITY_FULL_MAX = 1 << 22  # V up to this: the whole identity map of V ids is built
+
+
+def test_ids(test):
+    """Every id a hash test feeds (HashTest ids, HashStateTest append steps)."""
+    if "ids" in test:
+        return list(test["ids"])
+    return [i for step in test.get("steps", []) for i in step.get("ids", [])]
+
+
+def identity_len(v, ids, pad):
+    """How many entries of the identity token map (raw id c -> compressed id c) the adapter builds. All V
+    of them when V is at most IDENTITY_FULL_MAX, so that an id >= V meets the port's own bounds check.
+    Beyond that (random layouts draw V up to 2^31: a map of 2^31 int64 is 16 GiB) only the prefix the
+    test's ids and the pad index, which gives the same answers for every id < V; a test with an id >= V
+    and such a V is unsupported (the port's bounds check would need the whole map)."""
+    if v <= IDENTITY_FULL_MAX:
+        return max(v, 0)
+    need = max([i for i in ids if i >= 0] + [pad]) + 1
+    if need > v:
+        raise Unsupported(f"an id >= V = {v}: the port's bounds check would need an identity map of {v} ids")
+    return need
+
+
+def identity_map(v, ids, pad):
+    """The token map an adapter gives a port that maps raw ids itself: (prefix, raw_pad). The map is the
+    identity on raw ids 0 … prefix − 1 (raw id c is compressed id c), followed, when raw_pad == prefix, by one
+    entry holding the compressed pad (the raw pad id is then `prefix`). V up to IDENTITY_FULL_MAX: the whole
+    identity of V ids, raw pad = pad, so an id >= V meets the port's own bounds check. Beyond (random layouts
+    draw V up to 2^31, and the pad is often V - 1): the prefix the test's ids need plus the pad entry, which
+    gives the same answers for every id < V; a test with an id >= V and such a V is unsupported."""
+    if v <= IDENTITY_FULL_MAX:
+        return max(v, 0), pad
+    if any(i >= v for i in ids):
+        raise Unsupported(f"an id >= V = {v}: the port's bounds check would need an identity map of {v} ids")
+    need = max([i for i in ids if i >= 0], default=-1) + 1
+    return need, need

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""JSON-lines adapter for NVIDIA-NeMo/Automodel's DeepSeek-V4.1 Engram hasher,
+nemo_automodel/components/models/deepseek_v41/engram.py (EngramLayout, DeepseekV41EngramHasher). See README.md.
+
+Run: engram conform --vectors vectors --exec "python3 conformance/ports/nemo/adapter.py --checkout DIR"
+"""
+import os
+import sys
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import numpy as np
+import torch
+from torch import nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, identity_map, load_defs, main, test_ids  # noqa: E402
+
+PATH = "nemo_automodel/components/models/deepseek_v41/engram.py"
+NAMES = ["_MULTIPLIER_SEED", "_DEAD_TOKEN", "_is_prime", "find_next_prime", "compute_hash_multipliers",
+         "EngramLayout", "DeepseekV41EngramHasher"]
+
+
+class Nemo(Adapter):
+    name = "NeMo Automodel deepseek_v41/engram.py DeepseekV41EngramHasher"
+    version = "checkout"
+    suites = ["multipliers", "layout", "hash_v41"]
+    profiles = ["v4.1"]
+
+    def __init__(self, checkout):
+        super().__init__(checkout)
+        ns = {"np": np, "torch": torch, "nn": nn, "dataclass": dataclass}
+        self.ns = load_defs(os.path.join(checkout, PATH), NAMES, ns, future_annotations=True)
+        self.layouts = {}
+
+    def hasher(self, cfg, v, pad, ids=()):
+        prefix, raw_pad = identity_map(v, list(ids), pad)  # portlib.identity_map
+        table = torch.arange(prefix, dtype=torch.int64)
+        if raw_pad == prefix:
+            table = torch.cat([table, torch.tensor([pad], dtype=torch.int64)])
+        if "engram_num_embeddings" not in cfg:
+            raise Unsupported("a config without engram_num_embeddings: the port's config always carries it")
+        config = SimpleNamespace(
+            engram_layer_ids=cfg["engram_layer_ids"], engram_enabled=True,
+            engram_max_ngram_size=cfg["engram_max_ngram_size"], engram_n_heads=cfg["engram_n_heads"],
+            engram_vocab_size=cfg["engram_vocab_size"], engram_num_embeddings=cfg["engram_num_embeddings"],
+            engram_head_dim=cfg.get("engram_head_dim", 1),
+            engram_compressed_vocab_size=cfg.get("engram_compressed_vocab_size", v),
+            # the model vocabulary is the identity-mapped V (raw id c is compressed id c; a prefix of it when
+            # V is huge, portlib.identity_len) ...
+            vocab_size=int(table.numel()),
+            # ... so the raw pad is the compressed pad (or the extra entry that holds it)
+            engram_pad_token_id=raw_pad)
+        key = repr(sorted(cfg.items()))
+        if key not in self.layouts:
+            self.layouts[key] = self.ns["EngramLayout"].from_config(config)
+        hasher = self.ns["DeepseekV41EngramHasher"](config, self.layouts[key])
+        if not hasher.has_token_map:  # a prefix map, or the config's size differs from V (the port refuses)
+            hasher.set_token_map(table, v)
+        return hasher
+
+    def answer(self, suite, type_, group, test):
+        if type_ == "MultipliersTest":
+            if test["seed"] != 0:
+                raise Unsupported("the port draws multipliers with seed 10007 * layer_id: no seed parameter")
+            m = self.ns["compute_hash_multipliers"]((test["layerId"],), test["maxNgram"], test["compressedVocabSize"])
+            return {"multipliers": as_int_rows(m[0])}
+        if type_ == "LayoutTest":
+            if test["profile"] != "v4.1":
+                raise Unsupported("demo-v1 layouts: the port implements v4.1 only")
+            h = self.hasher(config_of(test), test["compressedVocabSize"], test["compressedPad"])
+            lay = h.layout
+            return {"layers": [{"layerId": l, "multipliers": as_int_rows(h.multipliers[i]),
+                                "primes": as_int_rows(lay.primes[i]), "offsets": as_int_rows(h.offsets[i]),
+                                "numEmbeddings": int(lay.num_embeddings[i])} for i, l in enumerate(lay.layer_ids)]}
+        if type_ == "HashTest":
+            v, pad = group["compressedVocabSize"], group["compressedPad"]
+            h = self.hasher(config_of(group), v, pad, test["ids"])
+            ids = test["ids"]
+            t = torch.tensor([[0 if i == DEAD else i for i in ids]], dtype=torch.int64)  # DEAD: token_mask
+            mask = torch.tensor([[i != DEAD for i in ids]], dtype=torch.bool)
+            pos = torch.arange(len(ids), dtype=torch.int64)[None, :]
+            return {"rows": as_int_rows(h(t, pos, mask)[0])}
+        raise Unsupported(f"{type_}: the port's hasher is stateless (training sees the whole sequence; "
+                          "a chunk cannot continue an earlier one)")
+
+
+if __name__ == "__main__":
+    sys.exit(main(Nemo, __doc__))

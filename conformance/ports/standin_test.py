@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""ctest `ports.standin.<port>`: runs a port's adapter (conformance/ports/<port>/) through `engram conform` on a
+stand-in checkout: the port's file paths holding conformance/ports/standins/ modules that have the port's API and
+answer from the in-tree numpy port. The run must be OK with tests matched in every claimed suite: an adapter that
+maps the API wrongly fails. This checks the adapter, not the port: the real measurement needs the port's
+checkout (scripts/ports.sh CHECKOUTS_DIR, docs/ports.md).
+
+usage: standin_test.py PORT ENGRAM_BINARY     (exit 77: skipped, the interpreter lacks what the adapter imports)
+Python: ENGRAM_PORTS_PYTHON (torch, numpy, sympy) for adapters that import torch, else ENGRAM_PYTHON.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def main():
+    port_id, engram = sys.argv[1], sys.argv[2]
+    with open(os.path.join(HERE, port_id, "port.json"), encoding="utf-8") as f:
+        port = json.load(f)
+    standin = port["standin"]
+    python = os.environ.get("ENGRAM_PORTS_PYTHON") or os.environ.get("ENGRAM_PYTHON") or ""
+    probe = standin.get("imports", ["numpy"])
+    if not python or subprocess.run([python, "-c", "import " + ", ".join(probe)], capture_output=True).returncode:
+        print(f"skipped: the {port_id} adapter needs a python with {', '.join(probe)} "
+              f"(ENGRAM_PORTS_PYTHON; got {python or 'none'})")
+        return 77
+    with tempfile.TemporaryDirectory() as checkout:
+        for path, source in standin["files"].items():
+            os.makedirs(os.path.dirname(os.path.join(checkout, path)) or checkout, exist_ok=True)
+            shutil.copy(os.path.join(HERE, source), os.path.join(checkout, path))
+        env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "standins"))
+        adapter = os.path.join(HERE, port["adapter"].split("conformance/ports/", 1)[1])
+        failed = False
+        for suite in standin.get("suites", port["suites"]):
+            report = os.path.join(checkout, f"{suite}.json")
+            r = subprocess.run([engram, "conform", "--vectors", os.path.join(ROOT, "vectors"), "--suite", suite,
+                                "--report-json", report, "--timeout", "60",
+                                "--exec", f"{python} {adapter} --checkout {checkout}"],
+                               capture_output=True, text=True, env=env)
+            tail = "\n".join(r.stdout.splitlines()[-6:])
+            if r.returncode != 0:
+                print(f"FAIL {port_id} {suite} on the stand-in (exit {r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-2000:]}")
+                failed = True
+                continue
+            with open(report, encoding="utf-8") as f:
+                tested = json.load(f)["suites"][suite]["tested"]
+            print(f"ok {port_id} {suite}: {tested} tests matched on the stand-in\n{tail}")
+            if tested == 0:
+                failed = True
+        print("note: this ran the adapter on a stand-in of the port's API; the port itself is measured by "
+              "scripts/ports.sh on its checkout (docs/ports.md)")
+        return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,27 @@
+"""What the stand-ins delegate to: the in-tree numpy port (conformance/examples/numpy_adapter.py), which passes
+every vector of the hash family (conform_tests). A stand-in has a port's API (names, signatures, tensor shapes)
+and none of its code: it answers as the spec does, so that an adapter run on it must give OK, and an adapter
+that maps the API wrongly (DEAD, the pad, the position, the history, the layout fields) fails."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+import numpy_adapter as ref  # noqa: E402,F401
+
+DEAD = ref.DEAD
+
+
+def v41_config(layer_ids, max_ngram, heads, base, num_embeddings=None):
+    return {"profile": "v4.1", "layer_ids": list(layer_ids), "max_ngram": max_ngram, "heads": heads,
+            "bases": [base] * max(max_ngram - 1, 0), "num_embeddings": None if num_embeddings is None
+            else list(num_embeddings), "seed": 0, "v": None, "pad_id": 0}
+
+
+def check_v41_config(cfg):
+    """The §CFG checks numpy_adapter's parse_config makes, on the stand-in's own fields."""
+    doc = {"engram_layer_ids": cfg["layer_ids"], "engram_max_ngram_size": cfg["max_ngram"],
+           "engram_n_heads": cfg["heads"], "engram_vocab_size": cfg["bases"][0] if cfg["bases"] else 2,
+           "engram_pad_id": 0, "engram_compressed_vocab_size": 1, "engram_head_dim": 1}
+    if cfg["num_embeddings"] is not None:
+        doc["engram_num_embeddings"] = cfg["num_embeddings"]
+    ref.parse_config(doc, "v4.1")

@@ -1,0 +1,77 @@
+"""Stand-in of pypto-serving's pypto_serving/model/deepseek_v41/engram.py API (EngramLayout, EngramHashState,
+compute_hash_multipliers) with none of its code: every answer comes from the in-tree numpy port (_ref.py).
+CI runs conformance/ports/pypto/adapter.py on it; the real measurement needs the port's checkout."""
+import os
+import sys
+from dataclasses import dataclass
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _ref  # noqa: E402
+
+
+@dataclass(frozen=True)
+class EngramLayout:
+    max_ngram_size: int
+    layer_ids: tuple
+    num_embeddings: tuple
+    primes: tuple
+    n_heads: int
+    head_dim: int
+
+    @classmethod
+    def from_config(cls, config):
+        text = config.get("text_config", config)
+        cfg = _ref.v41_config(text["engram_layer_ids"], text["engram_max_ngram_size"], text["engram_n_heads"],
+                              text["engram_vocab_size"], text["engram_num_embeddings"])
+        _ref.check_v41_config(cfg)
+        layout = _ref.ref.build_layout(cfg, 1, 0)
+        return cls(cfg["max_ngram"], tuple(cfg["layer_ids"]), tuple(cfg["num_embeddings"]),
+                   tuple(tuple(tuple(r) for r in l["primes"]) for l in layout["layers"]), cfg["heads"],
+                   text["engram_head_dim"])
+
+
+def compute_hash_multipliers(layout, compressed_vocab_size):
+    return tuple(tuple(_ref.ref.multipliers(0, l, compressed_vocab_size, layout.max_ngram_size))
+                 for l in layout.layer_ids)
+
+
+class EngramHashState:
+    DEAD = -1
+
+    def __init__(self, layout, token_map, *, compressed_vocab_size, pad_token_id, rollback_window=256,
+                 multipliers=None, expected_token_map_sha256=None):
+        self.layout, self.token_map = layout, tuple(token_map)
+        self.pad_id = self.token_map[pad_token_id]
+        primes = [[list(r) for r in l] for l in layout.primes]
+        layers = []
+        for li, l in enumerate(layout.layer_ids):
+            flat = [p for r in primes[li] for p in r]
+            layers.append(dict(layerId=l, primes=primes[li], numEmbeddings=sum(flat),
+                               offsets=[sum(flat[:i]) for i in range(len(flat))],
+                               multipliers=_ref.ref.multipliers(0, l, compressed_vocab_size, layout.max_ngram_size)))
+        self.ref_layout = dict(profile="v4.1", v=compressed_vocab_size, pad=self.pad_id,
+                               max_ngram=layout.max_ngram_size, heads=layout.n_heads, layers=layers)
+        self.state = _ref.ref.State(self.ref_layout, rollback_window)
+
+    @property
+    def position(self):
+        return self.state.position
+
+    @property
+    def _history(self):
+        return tuple(self.state.recent)
+
+    def rollback(self, position):
+        if position < 0:
+            raise ValueError("rollback position must be >= 0")
+        self.state.rollback(self.state.position - position)
+
+    def advance(self, token_ids, *, start_pos, token_mask=None):
+        if start_pos != self.state.position:
+            raise ValueError("position mismatch")
+        mask = [True] * len(token_ids) if token_mask is None else list(token_mask)
+        for t in token_ids:
+            if not 0 <= t < len(self.token_map):
+                raise ValueError("token ID is outside the tokenizer vocabulary")
+        ids = [self.token_map[t] if m else self.DEAD for t, m in zip(token_ids, mask)]
+        return self.state.append(ids)
