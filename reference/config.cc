@@ -85,7 +85,7 @@ std::optional<Profile> DetectProfile(const nlohmann::json& doc) {
 // Checks shared by both profiles (§CFG.4).
 void Validate(const EngramConfig& c, std::string_view source, const std::string& layers_key,
               const std::string& ngram_key, const std::string& heads_key, const std::string& base_key,
-              const std::string& pad_key) {
+              const std::string& pad_key, bool bases_unused = false) {
   if (c.max_ngram < 2) Fail(source, ngram_key, "must be >= 2 (2-grams are the smallest order), got " + std::to_string(c.max_ngram));
   if (c.max_ngram > 64) Fail(source, ngram_key, "must be <= 64, got " + std::to_string(c.max_ngram));
   if (c.heads < 1) Fail(source, heads_key, "must be >= 1, got " + std::to_string(c.heads));
@@ -96,7 +96,9 @@ void Validate(const EngramConfig& c, std::string_view source, const std::string&
     if (id < 0) Fail(source, layers_key, "layer ids must be >= 0, got " + std::to_string(id));
     if (!distinct.insert(id).second) Fail(source, layers_key, "layer id " + std::to_string(id) + " appears twice");
   }
-  if (static_cast<int>(c.bases.size()) != c.orders()) {
+  // §LAY.6 explicit primes need no bucket base to search from.
+  if (bases_unused && c.bases.empty()) {
+  } else if (static_cast<int>(c.bases.size()) != c.orders()) {
     Fail(source, base_key, "needs one entry per n-gram order (" + std::to_string(c.orders()) + "), got " +
                                std::to_string(c.bases.size()));
   }
@@ -127,6 +129,75 @@ int GetSmallInt(const nlohmann::json& obj, std::string_view source, const std::s
                           std::to_string(v));
   }
   return static_cast<int>(v);
+}
+
+// §LAY.6 One explicit entry: a JSON integer in [lo, hi]. `where` is the
+// element's path, e.g. "engram_primes[1][0][2]".
+int64_t GetExplicitInt(const nlohmann::json& e, std::string_view source, const std::string& where, int64_t lo,
+                       int64_t hi, const std::string& what) {
+  const bool fits = (e.is_number_unsigned() && e.get<uint64_t>() <= static_cast<uint64_t>(hi)) ||
+                    (e.is_number_integer() && !e.is_number_unsigned() && e.get<int64_t>() >= lo &&
+                     e.get<int64_t>() <= hi);
+  if (!fits) {
+    throw Error(std::string(source) + ": key '" + where + "': must be " + what + ", got " + Show(e));
+  }
+  return e.get<int64_t>();
+}
+
+// §LAY.6 Checks that `v` at `where` is an array of `n` entries (one per `per`).
+void NeedArray(const nlohmann::json& v, std::string_view source, const std::string& where, size_t n,
+               const std::string& per) {
+  if (!v.is_array() || v.size() != n) {
+    throw Error(std::string(source) + ": key '" + where + "': must be a list of " + std::to_string(n) + " (one per " +
+                per + "), got " + (v.is_array() ? std::to_string(v.size()) + " entries" : Show(v)));
+  }
+}
+
+// §LAY.6 engram_hash_multipliers: [layer][slot], max_ngram values per layer
+// in engram_layer_ids order, each in [0, 2^63) like the derived ones (§RNG.4).
+std::vector<std::vector<int64_t>> GetExplicitMultipliers(const nlohmann::json& obj, std::string_view source,
+                                                         const std::string& key, const EngramConfig& c) {
+  const nlohmann::json& v = obj.at("engram_hash_multipliers");
+  NeedArray(v, source, key, c.layer_ids.size(), "layer of engram_layer_ids");
+  std::vector<std::vector<int64_t>> out;
+  for (size_t l = 0; l < v.size(); ++l) {
+    const std::string at = key + "[" + std::to_string(l) + "]";
+    NeedArray(v[l], source, at, static_cast<size_t>(c.max_ngram), "look-back slot, engram_max_ngram_size");
+    std::vector<int64_t> layer;
+    for (size_t i = 0; i < v[l].size(); ++i) {
+      layer.push_back(GetExplicitInt(v[l][i], source, at + "[" + std::to_string(i) + "]", 0,
+                                     std::numeric_limits<int64_t>::max(), "an integer in [0, 2^63)"));
+    }
+    out.push_back(std::move(layer));
+  }
+  return out;
+}
+
+// §LAY.6 engram_primes: [layer][order n-2][head], each a prime below 2^40 (so
+// that a layer's row count stays far below 2^63, as for derived primes, §CFG.4).
+std::vector<std::vector<std::vector<int64_t>>> GetExplicitPrimes(const nlohmann::json& obj, std::string_view source,
+                                                                 const std::string& key, const EngramConfig& c) {
+  const nlohmann::json& v = obj.at("engram_primes");
+  NeedArray(v, source, key, c.layer_ids.size(), "layer of engram_layer_ids");
+  std::vector<std::vector<std::vector<int64_t>>> out;
+  for (size_t l = 0; l < v.size(); ++l) {
+    const std::string at_l = key + "[" + std::to_string(l) + "]";
+    NeedArray(v[l], source, at_l, static_cast<size_t>(c.orders()), "n-gram order 2 .. engram_max_ngram_size");
+    std::vector<std::vector<int64_t>> layer;
+    for (size_t o = 0; o < v[l].size(); ++o) {
+      const std::string at_o = at_l + "[" + std::to_string(o) + "]";
+      NeedArray(v[l][o], source, at_o, static_cast<size_t>(c.heads), "head, engram_n_heads");
+      std::vector<int64_t> heads;
+      for (size_t h = 0; h < v[l][o].size(); ++h) {
+        const std::string at = at_o + "[" + std::to_string(h) + "]";
+        // Primality is §LAY.1's, checked when the layout is built (§LAY.6).
+        heads.push_back(GetExplicitInt(v[l][o][h], source, at, 2, (int64_t{1} << 40) - 1, "a prime below 2^40"));
+      }
+      layer.push_back(std::move(heads));
+    }
+    out.push_back(std::move(layer));
+  }
+  return out;
 }
 
 EngramConfig ParseV41(const nlohmann::json& doc, std::string_view source) {
@@ -167,8 +238,12 @@ EngramConfig ParseV41(const nlohmann::json& doc, std::string_view source) {
                             "2-grams are the smallest order", prefix);
   c.heads = GetSmallInt(need("engram_n_heads"), source, "engram_n_heads", 1, 4096, "at least one head per order", prefix);
   // §CFG.2 one bucket base for every order.
-  int64_t base = GetInt(need("engram_vocab_size"), source, "engram_vocab_size", prefix);
-  if (c.max_ngram >= 2 && c.max_ngram <= 64) c.bases.assign(c.max_ngram - 1, base);
+  // §LAY.6 with explicit primes the base is optional (nothing is searched).
+  const bool explicit_primes = opt("engram_primes") != nullptr;
+  if (!explicit_primes || opt("engram_vocab_size")) {
+    int64_t base = GetInt(need("engram_vocab_size"), source, "engram_vocab_size", prefix);
+    if (c.max_ngram >= 2 && c.max_ngram <= 64) c.bases.assign(c.max_ngram - 1, base);
+  }
   if (const nlohmann::json* o = opt("engram_num_embeddings")) {
     c.num_embeddings = GetIntList(*o, source, "engram_num_embeddings", prefix);
   }
@@ -194,7 +269,12 @@ EngramConfig ParseV41(const nlohmann::json& doc, std::string_view source) {
 
   const std::string pad_key = opt("engram_pad_token_id") ? "engram_pad_token_id" : "engram_pad_id";
   Validate(c, source, prefix + "engram_layer_ids", prefix + "engram_max_ngram_size", prefix + "engram_n_heads",
-           prefix + "engram_vocab_size", prefix + pad_key);
+           prefix + "engram_vocab_size", prefix + pad_key, explicit_primes);
+  // §LAY.6 an explicit layout (non-standard): read after the shape it must fit.
+  if (const nlohmann::json* o = opt("engram_hash_multipliers")) {
+    c.explicit_multipliers = GetExplicitMultipliers(*o, source, prefix + "engram_hash_multipliers", c);
+  }
+  if (explicit_primes) c.explicit_primes = GetExplicitPrimes(container, source, prefix + "engram_primes", c);
   if (c.head_dim < 1) Fail(source, prefix + "engram_head_dim", "must be >= 1, got " + std::to_string(c.head_dim));
   if (opt("engram_num_embeddings") && c.num_embeddings.size() != c.layer_ids.size()) {
     Fail(source, prefix + "engram_num_embeddings",

@@ -59,11 +59,18 @@ struct EngramConfig {
   int64_t hc_mult = 0;               ///< hyper-connection streams
   int64_t vocab_size = 0;            ///< backbone vocab size (informative; the tokenizer length rules)
   double norm_eps = 0.0;             ///< v4.1 rms_norm_eps / norm_eps
+  /// §LAY.6 An explicit layout (non-standard, v4.1 keys engram_hash_multipliers
+  /// and engram_primes): [layer][slot] multipliers, [layer][order n-2][head]
+  /// primes. Empty: derived as §RNG.4 / §LAY.2 say.
+  std::vector<std::vector<int64_t>> explicit_multipliers;
+  std::vector<std::vector<std::vector<int64_t>>> explicit_primes;
 
   /// §LAY.3 Number of n-gram orders, max_ngram - 1 (orders 2 .. max_ngram).
   int orders() const { return max_ngram - 1; }
   /// Columns per layer, (max_ngram - 1) * heads (§LAY.3).
   int columns() const { return orders() * heads; }
+  /// §LAY.6 Whether the configuration states multipliers or primes itself.
+  bool explicit_layout() const { return !explicit_multipliers.empty() || !explicit_primes.empty(); }
 };
 
 /// §CFG.1 Detects the profile from the keys, unless `override_profile` is set.

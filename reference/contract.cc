@@ -53,6 +53,12 @@ void Diff(const ojson& expected, const ojson& actual, const std::string& path, s
 }  // namespace
 
 ojson BuildContract(const EngramConfig& config, const TokenMap& token_map, std::optional<std::string> tokenizer_sha256) {
+  // §LAY.6 A contract pins a deployment of DeepSeek's derived layout; an
+  // explicit layout (a port's test constants) has no such deployment.
+  if (config.explicit_layout()) {
+    throw Error(config.source + ": keys 'engram_hash_multipliers' / 'engram_primes': an explicit layout (§LAY.6) " +
+                "is non-standard and has no contract (§CON.1); contracts describe the derived layout");
+  }
   const int64_t compressed_pad = token_map.Lookup(config.pad_id, config.source + ": pad id");
   const Layout layout = BuildLayout(config, token_map.compressed_size, compressed_pad);
   ojson c;

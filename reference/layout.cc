@@ -147,15 +147,39 @@ Layout BuildLayout(const EngramConfig& config, int64_t compressed_vocab_size, in
   layout.pad = compressed_pad;
   layout.max_ngram = config.max_ngram;
   layout.heads = config.heads;
+  // §LAY.6 every output of an explicit layout says it is not DeepSeek's.
+  if (config.explicit_layout()) {
+    std::string keys = !config.explicit_multipliers.empty() && !config.explicit_primes.empty()
+                           ? "engram_hash_multipliers and engram_primes"
+                           : !config.explicit_multipliers.empty() ? "engram_hash_multipliers" : "engram_primes";
+    layout.non_standard = "explicit layout (" + keys + " of " + config.source +
+                          "): not the layout DeepSeek's code derives (§LAY.6)";
+  }
 
   // §LAY.2 `seen` spans all layers: no two heads anywhere share a modulus.
   std::set<uint64_t> seen;
   for (size_t li = 0; li < config.layer_ids.size(); ++li) {
     LayerLayout layer;
     layer.layer_id = config.layer_ids[li];
-    // §RNG.4
-    layer.multipliers = LayerMultipliers(config.seed, layer.layer_id, compressed_vocab_size, config.max_ngram);
-    for (int order = 2; order <= config.max_ngram; ++order) {
+    // §RNG.4, or §LAY.6 the configuration's own.
+    layer.multipliers = config.explicit_multipliers.empty()
+                            ? LayerMultipliers(config.seed, layer.layer_id, compressed_vocab_size, config.max_ngram)
+                            : config.explicit_multipliers[li];
+    // §LAY.6 explicit primes are taken as stated (no search, no uniqueness
+    // across heads: the hash needs only a modulus per column), but each must
+    // be a prime (§LAY.1): a composite one is a typo.
+    for (int order = 2; !config.explicit_primes.empty() && order <= config.max_ngram; ++order) {
+      const std::vector<int64_t>& heads = config.explicit_primes[li][static_cast<size_t>(order - 2)];
+      for (size_t h = 0; h < heads.size(); ++h) {
+        if (!IsPrime(static_cast<uint64_t>(heads[h]))) {
+          throw Error(config.source + ": key 'engram_primes[" + std::to_string(li) + "][" + std::to_string(order - 2) +
+                      "][" + std::to_string(h) + "]': must be a prime below 2^40, got " + std::to_string(heads[h]) +
+                      " (not prime)");
+        }
+      }
+      layer.primes.push_back(heads);
+    }
+    for (int order = 2; config.explicit_primes.empty() && order <= config.max_ngram; ++order) {
       std::vector<int64_t> heads;
       // The search restarts at base - 1 for every order, so the first prime
       // of an order is the smallest unused prime >= base.

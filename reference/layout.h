@@ -44,6 +44,9 @@ struct Layout {
   int max_ngram = 0;                ///< largest n-gram order (§CFG)
   int heads = 0;                    ///< heads per order (§CFG)
   std::vector<LayerLayout> layers;    ///< in layer_ids order
+  /// §LAY.6 Empty for a standard layout; for an explicit (non-standard) one,
+  /// what the configuration stated, for every output to say so.
+  std::string non_standard;
 
   /// §LAY.3 Number of n-gram orders, max_ngram - 1.
   int orders() const { return max_ngram - 1; }

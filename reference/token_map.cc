@@ -81,6 +81,7 @@ TokenMap ParseTokenMap(const nlohmann::json& doc, std::string_view source) {
   // §TOK.5 V is the declared size, else the largest entry + 1; every entry
   // must be below it (the map is a function into [0, V)).
   tm.compressed_size = declared ? *declared : max_entry + 1;
+  tm.size_declared = declared.has_value();
   if (declared && *declared <= max_entry) {
     throw Error(std::string(source) + ": key 'compressed_size': is " + std::to_string(*declared) +
                 " but the map holds compressed id " + std::to_string(max_entry) + " (every id must be below V)");
@@ -817,8 +818,37 @@ TokenMap BuildTokenMap(const Tokenizer& tokenizer, std::vector<TokenKey>* keys,
     if (progress && (id + 1) % 8192 == 0) progress(id + 1, n);
   }
   tm.compressed_size = static_cast<int64_t>(first_seen.size());
+  tm.size_declared = true;  // §TOK.4 a built map's V is the number of distinct ids
   if (progress) progress(n, n);
   return tm;
+}
+
+bool TakeSizeFromConfig(TokenMap& token_map, const EngramConfig& config) {
+  // §TOK.5 Only a map silent about its size, and only a configuration that
+  // states one: a declared size (or a built map's) is checked against the
+  // configuration by CheckTokenMapForConfig, never overridden.
+  if (token_map.size_declared || config.profile != Profile::kV41 || !config.compressed_vocab_size) return false;
+  const int64_t v = *config.compressed_vocab_size;
+  if (v == token_map.compressed_size) return false;
+  int64_t max_entry = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < token_map.map.size(); ++i) {
+    if (token_map.map[i] > max_entry) max_entry = token_map.map[i], at = i;
+  }
+  // The map must still be a function into [0, V).
+  if (max_entry >= v) {
+    throw Error(config.source + ": key 'engram_compressed_vocab_size': config says " + std::to_string(v) +
+                " but the token map of " + token_map.source + " holds compressed id " + std::to_string(max_entry) +
+                " (entry " + std::to_string(at) + "; every compressed id must be below V)");
+  }
+  // A map that was first-seen is still not one a tokenizer builds: ids
+  // max + 1 .. V - 1 are never used (§TOK.5 note).
+  if (token_map.not_built.empty()) {
+    token_map.not_built = "compressed ids " + std::to_string(max_entry + 1) + " .. " + std::to_string(v - 1) +
+                          " of V = " + std::to_string(v) + " are never used";
+  }
+  token_map.compressed_size = v;
+  return true;
 }
 
 int64_t CheckTokenMapForConfig(const TokenMap& token_map, const EngramConfig& config) {

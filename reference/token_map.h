@@ -27,6 +27,10 @@ struct TokenMap {
   /// else where this one departs ("entry 4 is 3 where ..."): such a map still
   /// hashes, but was not built from a tokenizer.
   std::string not_built;
+  /// §TOK.5 Whether the file declared "compressed_size" (or the map was built,
+  /// §TOK.4); a map that did not may take V from the configuration
+  /// (TakeSizeFromConfig).
+  bool size_declared = false;
 
   /// §TOK.5 T: the number of raw ids the map covers (the tokenizer's length).
   int64_t tokens() const { return static_cast<int64_t>(map.size()); }
@@ -44,6 +48,16 @@ struct TokenMap {
 TokenMap ParseTokenMap(const nlohmann::json& doc, std::string_view source);
 /// §TOK.5 Reads and parses a token-map file; errors name the path (and the index and value).
 TokenMap LoadTokenMapFile(const std::filesystem::path& path);
+
+/// §TOK.5 A map that declares no size (a test map of another port) takes V
+/// from the configuration where the configuration states it (v4.1
+/// `engram_compressed_vocab_size`), rather than its largest entry + 1: such a
+/// map usually holds a few ids of the real vocabulary. Refuses (engram::Error
+/// naming the config key and the map's entry) a map holding an id >= that V.
+/// Returns whether V was taken from the configuration. Defined with
+/// CheckTokenMapForConfig below (it needs the configuration).
+struct EngramConfig;
+bool TakeSizeFromConfig(TokenMap& token_map, const EngramConfig& config);
 
 /// §TOK.5 The identity map of size n (compressed ids given directly).
 TokenMap IdentityTokenMap(int64_t n);

@@ -63,7 +63,7 @@ void StopOnSignals() {
 
 void AddConformCommand(CLI::App& app) {
   struct State {
-    std::string vectors, lib, exec, expect_fail, report_json, junit, profile;
+    std::string vectors, lib, exec, expect_fail, report_json, junit, profile, verdict_json;
     std::vector<std::string> suites, features;
     double timeout = 10, accumulate_timeout = 600;
     int64_t accumulate_max = 10000000;
@@ -87,6 +87,9 @@ void AddConformCommand(CLI::App& app) {
                   "(§CONF.7, e.g. rollback-retained) add the random cases that depend on that policy");
   cmd->add_option("--expect-fail", s->expect_fail, "JSON list of tcIds the port knowingly deviates on");
   cmd->add_option("--report-json", s->report_json, "Write every result as JSON here");
+  cmd->add_option("--verdict-json", s->verdict_json,
+                  "Write the verdict record here: versions, digests, claims, the conformance levels reached, counts, "
+                  "seed (§CONF.8; schema vectors/schema/verdict.schema.json)");
   cmd->add_option("--junit", s->junit, "Write JUnit XML here");
   cmd->add_option("--timeout", s->timeout, "Seconds per test (default 10)")->check(SecondsIn(0.001, 86400));
   cmd->add_option("--accumulate-timeout", s->accumulate_timeout, "Seconds per accumulated vector (default 600)")
@@ -139,6 +142,7 @@ void AddConformCommand(CLI::App& app) {
     o.expect_fail = s->expect_fail;
     o.report_json = s->report_json;
     o.junit = s->junit;
+    o.verdict_json = s->verdict_json;
     o.timeout = std::chrono::milliseconds(static_cast<int64_t>(s->timeout * 1000));
     o.accumulate_timeout = std::chrono::milliseconds(static_cast<int64_t>(s->accumulate_timeout * 1000));
     o.accumulate_max_n = s->accumulate_max;

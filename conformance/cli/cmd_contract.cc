@@ -69,7 +69,7 @@ void AddContractCommand(CLI::App& app) {
         throw Error("contract verify: pass --tokenizer PATH or --token-map PATH");
       }
       loaded.config = config;
-      loaded.token_map = in.tokenizer_path.empty() ? LoadMapFile(in.token_map_path) : BuildTokenMapFromFile(in.tokenizer_path);
+      loaded.token_map = in.tokenizer_path.empty() ? LoadMapFile(in.token_map_path, &loaded.config) : BuildTokenMapFromFile(in.tokenizer_path);
     } else {
       loaded = Load(in);
     }

@@ -13,7 +13,9 @@
 //            "valueWeight": [hidden][in], "valueBias": [hidden], "convNormWeight": [hc][hidden],
 //            "convWeight": [hc*hidden][kernel]}          (values rounded to float32)
 #include <cmath>
+#include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "conformance/cli/common.h"
 #include "base/error.h"
@@ -86,9 +88,32 @@ ojson GateJson(const GateParts& g) {
 
 ojson RunV41(const nlohmann::json& in, const std::string& file, double eps) {
   const size_t hc = Len(in, "x", file), dim = Len(in, "x", file, 1);
+  // §FUS.1 the v4.1 inputs are bf16: a value that is not one is rounded, and
+  // the tool says so (stderr and "rounded_to_bf16"), never silently.
+  ojson rounded = ojson::object();
   auto bits = [&](const std::string& key, std::vector<size_t> shape) {
     std::vector<uint16_t> b;
-    for (double v : Flat(in, key, shape, file)) b.push_back(ToBf16(v));
+    int64_t changed = 0;
+    std::string first;
+    const std::vector<double> values = Flat(in, key, shape, file);
+    for (size_t i = 0; i < values.size(); ++i) {
+      b.push_back(ToBf16(values[i]));
+      if (Bf16Value(b.back()) != values[i] && !std::isnan(values[i])) {
+        if (changed++ == 0) {
+          std::ostringstream o;
+          o.precision(17);
+          o << key << " element " << i << ": " << values[i] << " -> " << Bf16Value(b.back());
+          first = o.str();
+        }
+      }
+    }
+    if (changed > 0) {
+      rounded[key] = changed;
+      std::cerr << "engram gate: note: " << file << ": " << changed << " of " << values.size() << " values of '" << key
+                << "' are not bf16 and were rounded to bf16 (§FUS.1: the v4.1 gate computes on bf16 inputs), the "
+                   "first: "
+                << first << "\n";
+    }
     return b;
   };
   const std::vector<uint16_t> x = bits("x", {hc, dim}), key = bits("key", {hc, dim}), value = bits("value", {dim}),
@@ -100,6 +125,7 @@ ojson RunV41(const nlohmann::json& in, const std::string& file, double eps) {
   doc["hc"] = hc;
   doc["eps"] = eps;
   doc["masked"] = masked;
+  doc["rounded_to_bf16"] = rounded;  // §FUS.1 per input key: how many values were not bf16
   doc["streams"] = ojson::array();
   for (size_t c = 0; c < hc; ++c) {
     auto part = [&](const std::vector<uint16_t>& v) { return std::span(v).subspan(c * dim, dim); };

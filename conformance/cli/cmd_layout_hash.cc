@@ -1,8 +1,10 @@
 // `engram layout` and `engram hash` (spec §LAY, §HASH).
+#include <algorithm>
 #include <memory>
 #include <span>
 
 #include "conformance/cli/common.h"
+#include "conformance/cli/history_formats.h"
 #include "base/fileio.h"
 #include "reference/bad_inputs.h"
 #include "base/error.h"
@@ -16,14 +18,20 @@ bool IsJsonPath(const std::string& path) {
   return path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
 }
 
-// §HASH.9 Histories travel as JSON (*.json) or in the binary form.
-HashHistory ReadHistoryFile(const std::string& path) {
+// §HASH.9 Histories travel as JSON (*.json) or in the binary form; §CON.6
+// another port's format (JSON) with --history-format.
+HashHistory ReadHistoryFile(const std::string& path, const std::string& format, const Loaded& l) {
   const std::string bytes = ReadInputFile(path, InputKind::kHistory);
+  if (format != "engram") return ReadForeignHistory(format, ParseJson(bytes, path), l.layout, l.token_map, path);
   if (!IsJsonPath(path)) return DecodeHistoryBinary(bytes, path);
   return HistoryFromJson(ParseJson(bytes, path), path);
 }
 
-void WriteHistoryFile(const std::string& path, const HashHistory& history) {
+void WriteHistoryFile(const std::string& path, const HashHistory& history, const std::string& format, const Loaded& l) {
+  if (format != "engram") {
+    WriteFileAtomic(path, WriteForeignHistory(format, history, l.layout, l.token_map).dump(1) + "\n");
+    return;
+  }
   WriteFileAtomic(path, IsJsonPath(path) ? HistoryToJson(history).dump(1) + "\n" : EncodeHistoryBinary(history));
 }
 
@@ -61,7 +69,7 @@ void AddLayoutCommand(CLI::App& app) {
 void AddHashCommand(CLI::App& app) {
   struct State {
     Inputs in;
-    std::string ids, chunks, out, history_in, history_out;
+    std::string ids, chunks, out, history_in, history_out, rollback, history_format = "engram";
     bool trace = false;
   };
   auto s = std::make_shared<State>();
@@ -74,12 +82,20 @@ void AddHashCommand(CLI::App& app) {
   cmd->add_option("--chunks", s->chunks,
                   "Feed the ids through the state in these chunk sizes (comma-separated, >= 0, adding up to the "
                   "number of ids; default: one chunk)");
+  cmd->add_option("--rollback", s->rollback,
+                  "After each chunk, forget this many ids (comma-separated, one per chunk, >= 0; §HASH.6): the "
+                  "ids of the next chunk continue from the earlier position; rows lists every position fed");
   cmd->add_flag("--trace", s->trace, "Also print every intermediate value per position");
   cmd->add_option("--out", s->out, "Write the JSON here instead of stdout");
   cmd->add_option("--history-in", s->history_in,
                   "Continue a sequence from this exported history (.json, else the binary form)");
   cmd->add_option("--history-out", s->history_out,
                   "Export the sequence's history after the ids (.json, else the binary form)");
+  cmd->add_option("--history-format", s->history_format,
+                  "The format of --history-in/--history-out (§CON.6): engram (§HASH.9, default), tt-metal (the "
+                  "official position cache), vllm (lookback_token_ids), ds4 or lucebox (the n-gram tail; written "
+                  "only), pypto (EngramSnapshot); the foreign ones are JSON")
+      ->check(CLI::IsMember(HistoryFormatNames()));
   cmd->callback([s] {
     Loaded l = Load(s->in);
     std::vector<int64_t> raw = ParseIntList(s->ids, "--ids");
@@ -96,12 +112,27 @@ void AddHashCommand(CLI::App& app) {
       throw Error("--chunks: sizes add up to " + std::to_string(total) + " but there are " +
                   std::to_string(ids.size()) + " ids");
     }
+    // §HASH.6 one rollback per chunk; the state retains as many ids as the
+    // largest asks for, so that every rollback the list names can be done.
+    std::vector<int64_t> rollbacks = ParseIntList(s->rollback, "--rollback");
+    if (!rollbacks.empty() && rollbacks.size() != chunks.size()) {
+      throw Error("--rollback: " + std::to_string(rollbacks.size()) + " values for " + std::to_string(chunks.size()) +
+                  " chunks (give one per chunk of --chunks, 0 for none)");
+    }
+    size_t capacity = 0;
+    for (size_t i = 0; i < rollbacks.size(); ++i) {
+      if (rollbacks[i] < 0) {
+        throw Error("--rollback: item " + std::to_string(i + 1) + " is " + std::to_string(rollbacks[i]) +
+                    ": must be >= 0");
+      }
+      capacity = std::max(capacity, static_cast<size_t>(rollbacks[i]));
+    }
     // §HASH.5 the chunks go through one per-sequence state; §HASH.9 it may
     // continue a sequence that another instance started.
-    HashState state(l.layout);
+    HashState state(l.layout, capacity);
     if (!s->history_in.empty()) {
       try {
-        state = HashState::Import(l.layout, ReadHistoryFile(s->history_in));
+        state = HashState::Import(l.layout, ReadHistoryFile(s->history_in, s->history_format, l), capacity);
       } catch (const Error& e) {
         // Name the file: the reference's message names only the field.
         const std::string what = e.what();
@@ -111,9 +142,22 @@ void AddHashCommand(CLI::App& app) {
     std::vector<int64_t> rows;
     std::vector<PositionTrace> traces;
     size_t at = 0;
-    for (int64_t c : chunks) {
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      const int64_t c = chunks[i];
       state.AppendTraced(std::span<const int64_t>(ids.data() + at, static_cast<size_t>(c)), rows, traces);
       at += static_cast<size_t>(c);
+      if (!rollbacks.empty() && rollbacks[i] > 0) {
+        // §HASH.6 cannot forget more than was consumed (the history imported included).
+        if (rollbacks[i] > state.position()) {
+          throw Error("--rollback: item " + std::to_string(i + 1) + " is " + std::to_string(rollbacks[i]) +
+                      " but only " + std::to_string(state.position()) + " ids were consumed by then");
+        }
+        try {
+          state.Rollback(static_cast<size_t>(rollbacks[i]));
+        } catch (const Error& e) {  // e.g. into a --history-in, which carries only max_ngram - 1 ids
+          throw Error("--rollback: item " + std::to_string(i + 1) + ": " + e.what());
+        }
+      }
     }
     ojson doc;
     doc["profile"] = std::string(ProfileName(l.layout.profile));
@@ -123,8 +167,9 @@ void AddHashCommand(CLI::App& app) {
     doc["compressed_ids"] = ids;
     doc["rows"] = NestRows(l.layout, rows);
     if (s->trace) doc["trace"] = vectors::TraceJson(traces);
+    if (!rollbacks.empty()) doc["rollback"] = rollbacks;
     doc["position"] = state.position();
-    if (!s->history_out.empty()) WriteHistoryFile(s->history_out, state.Export());
+    if (!s->history_out.empty()) WriteHistoryFile(s->history_out, state.Export(), s->history_format, l);
     Emit(doc, s->out);
   });
 }

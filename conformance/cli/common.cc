@@ -31,16 +31,25 @@ void AddInputOptions(CLI::App* cmd, Inputs& in, bool config_required) {
   tk->excludes(v);
 }
 
-TokenMap LoadMapFile(const std::string& path) {
+TokenMap LoadMapFile(const std::string& path, const EngramConfig* config) {
   TokenMap map = LoadTokenMapFile(path);
+  // §TOK.5 A map silent about its size takes V from the configuration where
+  // the configuration states it.
+  const bool from_config = config != nullptr && TakeSizeFromConfig(map, *config);
   // §TOK.5 Any function into [0, V) hashes; one no tokenizer would build
   // (a test fixture, another port's map) is used as given, with a word.
   if (!map.not_built.empty()) {
     std::cerr << "engram: note: " << path << " is not a tokenizer-built map (" << map.not_built
-              << "); its compressed ids are used as given, V = " << map.compressed_size << "\n";
+              << "); its compressed ids are used as given, V = " << map.compressed_size
+              << (from_config ? " (the map declares no size: V is the config's engram_compressed_vocab_size)" : "")
+              << "\n";
   }
   return map;
 }
+
+namespace {
+std::string& NonStandardNote();
+}  // namespace
 
 Loaded Load(const Inputs& in) {
   std::optional<Profile> override_profile;
@@ -50,7 +59,7 @@ Loaded Load(const Inputs& in) {
   int64_t v = 0;
   int64_t pad = out.config.pad_id;
   if (!in.token_map_path.empty() || !in.tokenizer_path.empty()) {
-    out.token_map = in.tokenizer_path.empty() ? LoadMapFile(in.token_map_path)
+    out.token_map = in.tokenizer_path.empty() ? LoadMapFile(in.token_map_path, &out.config)
                                               : BuildTokenMapFromFile(in.tokenizer_path);
     v = out.token_map->compressed_size;
     pad = out.token_map->Lookup(out.config.pad_id, out.config.source + ": pad id");
@@ -73,6 +82,12 @@ Loaded Load(const Inputs& in) {
                 std::to_string(v) + " (without a token map the pad id is used as a compressed id)");
   }
   out.layout = BuildLayout(out.config, v, pad);
+  // §LAY.6 an explicit layout is marked in every output: on stderr here, and
+  // as "non_standard" in every JSON document Emit() writes.
+  if (!out.layout.non_standard.empty()) {
+    std::cerr << "engram: note: non-standard " << out.layout.non_standard << "\n";
+    NonStandardNote() = out.layout.non_standard;
+  }
   return out;
 }
 
@@ -214,8 +229,25 @@ std::vector<std::string> ExpandEmptyValues(int argc, const char* const* argv) {
   return out;
 }
 
+namespace {
+// §LAY.6 What Load() found non-standard about the layout in use ("" when
+// standard): every JSON document the command emits says so.
+std::string& NonStandardNote() {
+  static std::string note;
+  return note;
+}
+}  // namespace
+
 void Emit(const ojson& doc, const std::string& out_path) {
-  std::string text = doc.dump(1) + "\n";
+  std::string text;
+  if (!NonStandardNote().empty() && doc.is_object()) {
+    ojson marked;
+    marked["non_standard"] = NonStandardNote();
+    for (const auto& [k, v] : doc.items()) marked[k] = v;
+    text = marked.dump(1) + "\n";
+  } else {
+    text = doc.dump(1) + "\n";
+  }
   if (out_path.empty()) {
     std::cout << text;
   } else {

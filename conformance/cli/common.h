@@ -50,7 +50,8 @@ std::vector<int64_t> ParseIntList(const std::string& text, const std::string& op
 
 // §TOK.5 Loads a token-map file for hash/explain/lookup/contract: any function
 // into [0, V); a map no tokenizer would build gets a note on stderr naming V.
-TokenMap LoadMapFile(const std::string& path);
+// A map that declares no size takes V from `config` where it states one.
+TokenMap LoadMapFile(const std::string& path, const EngramConfig* config = nullptr);
 
 // The strict decimal form of one integer (as in ParseIntList); nullopt for
 // any other text or a value outside int64 / uint64.
@@ -76,6 +77,8 @@ inline constexpr int64_t kMaxCompressedVocabSize = int64_t{1} << 31;
 std::vector<std::string> ExpandEmptyValues(int argc, const char* const* argv);
 
 // Prints `doc` (1-space indentation) to stdout, or writes it atomically to `out_path`.
+// After Load() of an explicit layout (§LAY.6) the document starts with
+// "non_standard": what the configuration stated.
 void Emit(const ojson& doc, const std::string& out_path);
 
 // The subcommands; each registers itself on `app` with its own callback.

@@ -4,6 +4,7 @@
 // is started and its handshake checked, its contract compared, every suite
 // run, and the verdict and reports written.
 #include "conformance/runner/runner.h"
+#include "conformance/runner/verdict_record.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -679,6 +681,15 @@ Inputs CheckBeforeTheRun(const Options& options) {
       fs::weakly_canonical(options.report_json) == fs::weakly_canonical(options.junit)) {
     throw Error("--report-json and --junit name the same file " + options.junit.string() + ": one would overwrite the other");
   }
+  // §CONF.8 the verdict record is a third report, checked alike.
+  CheckWritable(options.verdict_json, "--verdict-json");
+  for (const auto& [other, name] : {std::pair{&options.report_json, "--report-json"}, std::pair{&options.junit, "--junit"}}) {
+    if (!options.verdict_json.empty() && !other->empty() &&
+        fs::weakly_canonical(options.verdict_json) == fs::weakly_canonical(*other)) {
+      throw Error(std::string("--verdict-json and ") + name + " name the same file " + options.verdict_json.string() +
+                  ": one would overwrite the other");
+    }
+  }
   Inputs in{LoadVectors(options.vectors, options.suites), {}};
   const std::set<std::string> names = in.vectors.Names();
   for (const std::string& s : options.suites) {
@@ -753,17 +764,31 @@ void AddRandom(const Options& options, const RandomRun& random, Verdict& verdict
 
 // ---------------------------------------------------------------- phase: reports
 
+// §CONF.8 The date of the verdict record, UTC, to the second.
+std::string UtcNow() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
 // §CONF.4, §ERR.1 The reports are staged (written and flushed beside their
 // targets) before either is renamed into place and before the verdict is
 // printed: a report that cannot be written turns the verdict, and both
 // reports say the same.
-void WriteReports(const Options& options, const json& hello, const std::vector<TestResult>& results, Verdict& verdict) {
+void WriteReports(const Options& options, const json& hello, const Claims& claims, const std::vector<TestResult>& results,
+                  Verdict& verdict) {
   std::vector<std::unique_ptr<StagedFile>> staged;
+  const std::string date = UtcNow();
   auto stage = [&]() -> std::string {
     staged.clear();
     const std::pair<std::filesystem::path, std::string> reports[] = {
         {options.report_json, options.report_json.empty() ? "" : JsonReport(hello, results, verdict)},
-        {options.junit, options.junit.empty() ? "" : JunitReport(results, verdict)}};
+        {options.junit, options.junit.empty() ? "" : JunitReport(results, verdict)},
+        {options.verdict_json,
+         options.verdict_json.empty() ? "" : VerdictRecord(options, claims, results, verdict, date).dump(1) + "\n"}};
     for (const auto& [path, text] : reports) {
       if (path.empty()) continue;
       try {
@@ -824,7 +849,7 @@ int RunConformance(const Options& options, std::ostream& out) {
                                    vectors::kSpecVersion + ")";
   verdict.manifest_sha256 = run.vectors.manifest_sha256;
   AddRandom(options, random, verdict);
-  WriteReports(options, hello, run.results, verdict);
+  WriteReports(options, hello, run.claims, run.results, verdict);
   PrintSummary(run.results, verdict, options.expect_fail, out);
   return verdict.Ok() ? 0 : 1;
 }

@@ -25,6 +25,7 @@ struct Options {
   std::filesystem::path expect_fail;   // §CONF.4 expected-failures file
   std::filesystem::path report_json;
   std::filesystem::path junit;
+  std::filesystem::path verdict_json;  // §CONF.8 the verdict record
   std::chrono::milliseconds timeout{10000};
   std::chrono::milliseconds accumulate_timeout{600000};
   int64_t accumulate_max_n = 10000000;  // skip accumulated vectors larger than this
