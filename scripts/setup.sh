@@ -7,9 +7,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 debs=(build-essential cmake g++ git pkg-config libgtest-dev librapidcheck-dev nlohmann-json3-dev libicu-dev
       libcli11-dev libssl-dev python3 python3-venv doxygen graphviz libjs-mathjax clang libclang-rt-dev
-      dpkg-dev ccache libvalijson-dev)  # dpkg-dev: dpkg-shlibdeps, for the .deb of scripts/test_packaging.sh;
+      dpkg-dev ccache libvalijson-dev slurm-wlm munge)  # dpkg-dev: dpkg-shlibdeps, for the .deb of scripts/test_packaging.sh;
                         # ccache: the compiler cache CMakeLists.txt uses when it is installed;
                         # libvalijson-dev: the JSON Schema validator of engram conform (§CONF.4)
+                        # slurm-wlm, munge: the single-node Slurm of scripts/slurm_stage.sh (a real job
+                        # array over shards of engram conform, docs/nightly.md); started by that script
+                        # in the foreground, never as services
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

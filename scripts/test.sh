@@ -79,6 +79,13 @@ echo "vectors: reproducible, verified, schema-valid"
 "$py" scripts/lint_vectors.py --contract build/contract-v41.json
 "$engram" contract verify build/contract-v41.json --config conformance/configs/v41-flash.json --tokenizer "$ENGRAM_DEEPSEEK_TOKENIZER" >/dev/null
 
+echo "== slurm: a real single-node Slurm runs engram conform as a job array of 4 shards, merged and compared (§CONF.9)"
+# munged, slurmctld and slurmd in the foreground under the script, stopped and removed after it; a Slurm
+# that cannot start here fails the stage (issue 31 budget: at most 90 s with the shard/merge ctest tests).
+slurm_t0=$(date +%s)
+scripts/slurm_stage.sh
+echo "slurm: stage took $(( $(date +%s) - slurm_t0 )) s"
+
 echo "== docs: Doxygen (warnings are errors), offline (no external fetch), snippets ran in ctest, relative links"
 cmake --build --preset release --target docs
 "$py" scripts/check_docs_offline.py build/release/docs/html-out/html  # no external fetch; MathJax local

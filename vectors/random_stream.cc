@@ -14,8 +14,9 @@ int DefaultCaseThreads() {
 }
 
 CaseStream::CaseStream(const RandomSuite& suite, uint64_t seed, int64_t count, int threads, int64_t lookahead,
-                       std::set<std::string> declared)
-    : suite_(suite), seed_(seed), declared_(std::move(declared)), count_(count), lookahead_(std::max<int64_t>(lookahead, 1)) {
+                       std::set<std::string> declared, int64_t first)
+    : suite_(suite), seed_(seed), declared_(std::move(declared)), count_(first + count), lookahead_(std::max<int64_t>(lookahead, 1)) {
+  next_read_ = next_claim_ = first;
   if (threads <= 1) return;  // built on demand in Next()
   garbage_.resize(static_cast<size_t>(threads));
   for (int t = 0; t < threads; ++t) workers_.emplace_back([this, t] { Work(t); });

@@ -34,8 +34,10 @@ class CaseStream {
   // is built when Next() asks for it; with more, `threads` workers build up to
   // `lookahead` cases ahead of the reader (a bound on the memory held).
   // `declared`: the policy features the implementation declared (DrawCase).
+  // `first`: the index of the first case (a shard of a run, §CONF.9 draws
+  // cases first ... first + count - 1: the same cases a whole run draws there).
   CaseStream(const RandomSuite& suite, uint64_t seed, int64_t count, int threads, int64_t lookahead = 256,
-             std::set<std::string> declared = {});
+             std::set<std::string> declared = {}, int64_t first = 0);
   // Stops the workers (a reader may stop early: the first failure of a suite)
   // and waits for them.
   ~CaseStream();
@@ -58,7 +60,7 @@ class CaseStream {
   const RandomSuite& suite_;
   const uint64_t seed_;
   const std::set<std::string> declared_;
-  const int64_t count_;
+  const int64_t count_;  // one past the index of the last case
   const int64_t lookahead_;
   int64_t next_read_ = 0;   // the index Next() hands out next
   int64_t next_claim_ = 0;  // the index a worker builds next

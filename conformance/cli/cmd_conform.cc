@@ -3,8 +3,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -15,6 +19,7 @@
 #include "conformance/runner/random_run.h"
 #include "vectors/random_stream.h"
 #include "conformance/runner/runner.h"
+#include "conformance/runner/shard.h"
 #include "base/error.h"
 
 namespace engram::cli {
@@ -73,6 +78,7 @@ void AddConformCommand(CLI::App& app) {
     uint64_t seed = 0;
     bool random_only = false;
     std::string save_failures;
+    int64_t shard_index = 0, shard_count = 1;
   };
   auto s = std::make_shared<State>();
   auto* cmd = app.add_subcommand("conform", "Run an implementation against the golden vectors (§CONF)");
@@ -123,7 +129,15 @@ void AddConformCommand(CLI::App& app) {
                   "1: each when it is needed). The cases are the same for any number")
       ->check(IntIn(1, 64, "a number of threads"))
       ->needs(random);
-  cmd->callback([s, seed] {
+  // §CONF.9 shards: the flags, else the environment of the scheduler.
+  auto* shard_index = cmd->add_option("--shard-index", s->shard_index,
+                                      "Run shard I (0-based) of --shard-count: its share of every suite's tests and "
+                                      "random cases (default: from GTEST_SHARD_INDEX, TEST_SHARD_INDEX, "
+                                      "SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX or CIRCLE_NODE_INDEX; §CONF.9)")
+                          ->check(IntIn(0, (int64_t{1} << 20) - 1, "a shard index"));
+  auto* shard_count = cmd->add_option("--shard-count", s->shard_count, "The number of shards (1 ... 2^20)")
+                          ->check(IntIn(1, int64_t{1} << 20, "a number of shards"));
+  cmd->callback([s, seed, shard_index, shard_count] {
     StopOnSignals();
     conform::Options o;
     o.vectors = s->vectors;
@@ -157,6 +171,30 @@ void AddConformCommand(CLI::App& app) {
     if (s->random > 0) {
       // §CONF.7 a nightly run draws a fresh seed; the report and the replay line name it.
       o.random_seed = seed->count() > 0 ? s->seed : FreshSeed();
+    }
+    try {
+      o.shard = conform::ChooseShard(
+          shard_index->count() ? std::optional<int64_t>(s->shard_index) : std::nullopt,
+          shard_count->count() ? std::optional<int64_t>(s->shard_count) : std::nullopt,
+          [](const char* name) -> std::optional<std::string> {
+            const char* v = std::getenv(name);
+            return v == nullptr ? std::nullopt : std::optional<std::string>(v);
+          });
+      // Bazel asks a sharded test to touch TEST_SHARD_STATUS_FILE: it then
+      // knows the test understood the sharding (and does not run it whole N times).
+      if (o.shard.source.rfind("TEST_SHARD_INDEX", 0) == 0) {
+        if (const char* status = std::getenv("TEST_SHARD_STATUS_FILE"); status != nullptr && *status != '\0') {
+          if (FILE* f = std::fopen(status, "a")) std::fclose(f);
+          else throw Error(std::string("TEST_SHARD_STATUS_FILE ") + status + ": cannot be written: " + std::strerror(errno));
+        }
+      }
+    } catch (const Error& e) {
+      // §CONF.9 a shard that cannot tell which share it runs does not start.
+      std::cerr << "engram conform: " << e.what() << "\n";
+      throw CLI::RuntimeError(2);
+    }
+    if (o.shard.Partial()) {
+      std::cerr << "engram conform: shard " << o.shard.index << " of " << o.shard.count << " (from " << o.shard.source << ")\n";
     }
     const int rc = conform::RunConformance(o, std::cout);
     if (rc != 0) throw CLI::RuntimeError(rc);

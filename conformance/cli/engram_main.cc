@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   engram::cli::AddTokenMapCommand(app);
   engram::cli::AddContractCommand(app);
   engram::cli::AddConformCommand(app);
+  engram::cli::AddReportCommand(app);
   engram::cli::AddPluginHostCommand(app);
   engram::cli::AddGateCommand(app);
   engram::cli::AddExplainCommand(app);

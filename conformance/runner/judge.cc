@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 #include "vectors/trivial.h"
 
@@ -181,12 +182,18 @@ void AddFlags(TestResult& r, const json& notes) {
 }
 
 TestResult CallTest(Peer& peer, std::chrono::milliseconds timeout, const std::string& suite, const std::string& label,
-                    int64_t tc_id, const json& group, const json& test, Peer::Reply* reply_out) {
+                    int64_t tc_id, const json& group, const json& test, Peer::Reply* reply_out, CaseDigest* digest) {
   const std::string type = group.value("type", "");
   TestResult r = NewResult(label, test);
   r.tc_id = tc_id;
-  json g = group;
-  g.erase("tests");
+  // The group without its tests. Fixed vectors and random cases hand the
+  // group over without them already: it is copied only when it has them.
+  std::optional<json> without_tests;
+  if (group.contains("tests")) {
+    without_tests = group;
+    without_tests->erase("tests");
+  }
+  const json& g = without_tests ? *without_tests : group;
   const SplitTest split = SplitOrdered(type, test);
   // §CONF.4 decided here from the test itself, not from its flags: a vectors
   // directory that drops the Trivial flag cannot make an empty answer count.
@@ -194,9 +201,18 @@ TestResult CallTest(Peer& peer, std::chrono::milliseconds timeout, const std::st
   if (r.trivial && std::find(r.flags.begin(), r.flags.end(), vectors::kTrivialFlag) == r.flags.end()) {
     r.flags.push_back(vectors::kTrivialFlag);
   }
+  // The request line (§CONF.2), written as text: the same bytes as dumping
+  // the request object (keys in this order), without copying the group and
+  // the inputs into one first (the runner's hot path for random cases).
+  std::string line = "{\"op\":\"test\",\"suite\":" + json(suite).dump() + ",\"type\":" + json(type).dump() +
+                     ",\"tcId\":" + std::to_string(tc_id) + ",\"group\":";
+  line += g.dump();
+  line += ",\"test\":";
+  line += split.inputs.dump();
+  line += "}";
+  if (digest != nullptr) digest->Add(line);
   const auto t0 = std::chrono::steady_clock::now();
-  Peer::Reply reply = peer.Call(
-      {{"op", "test"}, {"suite", suite}, {"type", type}, {"tcId", tc_id}, {"group", g}, {"test", split.inputs}}, timeout);
+  Peer::Reply reply = peer.CallLine(line, timeout);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   Judge(r, type, g, test, split, reply);
   if (reply_out != nullptr) *reply_out = std::move(reply);

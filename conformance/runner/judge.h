@@ -11,6 +11,7 @@
 #include "vectors/compare.h"
 #include "conformance/runner/peer.h"
 #include "conformance/runner/runner.h"
+#include "conformance/runner/shard.h"
 
 namespace engram::conform {
 
@@ -36,10 +37,11 @@ void AddFlags(TestResult& r, const nlohmann::ordered_json& notes);
 
 // Sends `test` of `group` (op "test", §CONF.2) as tcId `tc_id` of `suite` and
 // judges the answer; the result is labelled `label` (the suite, or the random
-// cases' "random:<suite>"). `reply_out`, when given, receives the reply.
+// cases' "random:<suite>"). `reply_out`, when given, receives the reply;
+// `digest`, when given, adds the request line (§CONF.9 item 2).
 TestResult CallTest(Peer& peer, std::chrono::milliseconds timeout, const std::string& suite, const std::string& label,
                     int64_t tc_id, const nlohmann::ordered_json& group, const nlohmann::ordered_json& test,
-                    Peer::Reply* reply_out = nullptr);
+                    Peer::Reply* reply_out = nullptr, CaseDigest* digest = nullptr);
 
 }  // namespace engram::conform
 

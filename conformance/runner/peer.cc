@@ -89,7 +89,9 @@ const json& Peer::Hello() {
   return hello_;
 }
 
-Peer::Reply Peer::Call(const json& request, std::chrono::milliseconds timeout) {
+Peer::Reply Peer::Call(const json& request, std::chrono::milliseconds timeout) { return CallLine(request.dump(), timeout); }
+
+Peer::Reply Peer::CallLine(const std::string& request_line, std::chrono::milliseconds timeout) {
   Reply r;
   if (!process_) {
     try {
@@ -103,7 +105,7 @@ Peer::Reply Peer::Call(const json& request, std::chrono::milliseconds timeout) {
       return r;
     }
   }
-  switch (process_->WriteLine(request.dump(), timeout)) {
+  switch (process_->WriteLine(request_line, timeout)) {
     case ChildProcess::WriteStatus::kOk:
       break;
     case ChildProcess::WriteStatus::kTimeout:

@@ -49,6 +49,8 @@ class Peer {
   // One request, one answer line within `timeout`. A child that crashed or
   // timed out is killed; the next call starts a fresh one (new handshake).
   Reply Call(const nlohmann::ordered_json& request, std::chrono::milliseconds timeout);
+  // The same with the request already written as one line of JSON text.
+  Reply CallLine(const std::string& request_line, std::chrono::milliseconds timeout);
   // §CONF.2 item 5.
   void Bye();
 

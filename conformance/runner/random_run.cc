@@ -34,10 +34,10 @@ bool InScope(const Options& o, const Claims& claims, const vectors::RandomCase& 
 
 // The case as the implementation sees it: the group, the test with its tcId.
 TestResult Ask(const Options& o, Peer& peer, const std::string& suite, int64_t tc_id, const vectors::RandomCase& c,
-               Peer::Reply* reply) {
+               Peer::Reply* reply, CaseDigest* digest = nullptr) {
   json test = {{"tcId", tc_id}, {"comment", ""}, {"flags", json::array()}, {"specRef", c.spec_refs}};
   for (const auto& [k, v] : c.test.items()) test[k] = v;
-  return CallTest(peer, o.timeout, suite, Label(suite), tc_id, c.group, test, reply);
+  return CallTest(peer, o.timeout, suite, Label(suite), tc_id, c.group, test, reply, digest);
 }
 
 struct Shrunk {
@@ -141,6 +141,8 @@ std::string ReplayLine(const Options& o) {
   for (const std::string& s : o.suites) line += " --suite " + Quoted(s);
   if (o.profile) line += " --profile " + *o.profile;
   for (const std::string& f : o.features) line += " --features " + Quoted(f);
+  // §CONF.9 a shard's cases are its share: its replay runs that share.
+  if (o.shard.Partial()) line += " --shard-index " + std::to_string(o.shard.index) + " --shard-count " + std::to_string(o.shard.count);
   return line;
 }
 
@@ -177,9 +179,15 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
     // Drawn ahead while the implementation answers (the order and the cases
     // are those of DrawCase); the stream stops its workers when this suite
     // stops early.
-    vectors::CaseStream stream(gen, o.random_seed, o.random_cases, o.random_threads, 256, declared);
+    // §CONF.9 a shard draws its share of the indices, the same cases a whole
+    // run draws there.
+    const auto [first, end] = ShardRange(o.random_cases, o.shard.index, o.shard.count);
+    out.ranges[Label(gen.suite)] = {first, end};
+    CaseDigest& digest = out.digests[Label(gen.suite)];
+    out.counts[Label(gen.suite)];  // a shard with no case of a suite still reports its counts
+    vectors::CaseStream stream(gen, o.random_seed, end - first, o.random_threads, 256, declared, first);
     vectors::RandomCase c;  // one object for every case: Next() gives the last one back to the thread that built it
-    for (int64_t i = 0; i < o.random_cases; ++i) {
+    for (int64_t i = first; i < end; ++i) {
       try {
         stream.Next(c);
       } catch (const Error& e) {  // a generator bug: say so, never skip quietly
@@ -195,7 +203,7 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
       ++asked;
       ++out.asked;
       Peer::Reply reply;
-      TestResult r = Ask(o, peer, gen.suite, i + 1, c, &reply);
+      TestResult r = Ask(o, peer, gen.suite, i + 1, c, &reply, &digest);
       unanswered_in_a_row = reply.answered ? 0 : unanswered_in_a_row + (reply.counts_as_timeout ? 1 : 0);
       if (r.status == "fail") {
         ++failures;
@@ -241,7 +249,7 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
     }
     if (out_of_scope > 0) line += ", " + std::to_string(out_of_scope) + " of another profile not asked";
     if (failures > 0) line += ", " + std::to_string(failures) + " failing";
-    if (!stopped.empty() && drawn < o.random_cases) line += " (stopped after case " + std::to_string(drawn) + ": " + stopped + ")";
+    if (!stopped.empty() && drawn < end - first) line += " (stopped after case " + std::to_string(drawn) + ": " + stopped + ")";
     out.lines.push_back(line);
     for (const json& s : shrunk_report) {
       out.lines.push_back("random: " + gen.suite + " case " + s["case"].dump() + " (" + s["type"].get<std::string>() +
@@ -250,6 +258,7 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
     }
     out.report["suites"][gen.suite] = {{"drawn", drawn}, {"asked", asked}, {"otherProfile", out_of_scope},
                                        {"failing", failures}, {"shrunk", shrunk_report}};
+    if (o.shard.Partial()) out.report["suites"][gen.suite]["cases"] = {first, end};
   }
   if (out.asked == 0) out.lines.push_back("random: no random case was drawn (no claimed suite with a generator)");
   out.lines.push_back("random: replay with: " + ReplayLine(o));

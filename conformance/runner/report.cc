@@ -3,6 +3,8 @@
 
 #include <sstream>
 
+#include "vectors/random.h"
+
 
 namespace engram::conform {
 
@@ -37,6 +39,7 @@ void Counts::Merge(const Counts& o) {
 }
 
 bool Verdict::Ok() const {
+  if (shard.Partial()) return false;  // §CONF.9 one shard is not the run
   if (total.failed > 0 || tested == 0 || !problems.empty()) return false;
   for (const auto& [suite, list] : suite_problems) {
     if (!list.empty()) return false;
@@ -73,6 +76,7 @@ std::string Indented(const std::string& text, const std::string& indent) {
 std::string Verdict::VectorsLine() const { return "vectors: " + vectors_kind + " (manifest sha256 " + manifest_sha256 + ")"; }
 
 std::string Verdict::Line() const {
+  if (shard.Partial()) return PartialLine();
   // §VEC.13 The verdict says what it was judged against: an OK on a modified
   // vectors directory is not an OK on the released vectors.
   const std::string against = vectors_kind.empty() ? "" : " (vectors: " + vectors_kind + ")";
@@ -154,6 +158,7 @@ std::string JsonReport(const json& hello, const std::vector<TestResult>& results
   }
   json report = {{"implementation", hello}, {"verdict", v}, {"suites", suites}};
   if (!verdict.random.is_null()) report["random"] = verdict.random;  // §CONF.7
+  if (!verdict.shard_record.is_null()) report["shard"] = verdict.shard_record;  // §CONF.9
   report["results"] = json::array();
   for (const TestResult& r : results) {
     json e = {{"suite", r.suite}, {"tcId", r.tc_id}, {"status", r.status}, {"reason", r.reason},
@@ -222,6 +227,122 @@ std::string JunitReport(const std::vector<TestResult>& results, const Verdict& v
   }
   x << "</testsuites>\n";
   return x.str();
+}
+
+// §CONF.9 A shard is clean when nothing in it failed: no test, no contract
+// check, no suite stopped. Whether the run is OK is the merge's to say.
+bool Verdict::ShardClean() const {
+  if (total.failed > 0 || !problems.empty()) return false;
+  for (const auto& [suite, list] : suite_problems) {
+    if (!list.empty()) return false;
+  }
+  if (strict_stale && total.stale > 0) return false;
+  auto it = suites.find("contract");
+  return it == suites.end() || it->second.failed == 0;
+}
+
+std::string Verdict::PartialLine() const {
+  Counts shown = total;
+  shown.trivial = 0;
+  std::string why;
+  for (const std::string& p : problems) why += "; " + p;
+  for (const auto& [suite, list] : suite_problems) {
+    for (const std::string& p : list) why += "; " + suite + ": " + p;
+  }
+  if (auto it = suites.find("contract"); it != suites.end() && it->second.failed > 0) {
+    why += "; " + std::to_string(it->second.failed) + " contract check(s) failed";
+  }
+  return "conformance: PARTIAL: shard " + std::to_string(shard.index) + " of " + std::to_string(shard.count) + " (" +
+         shard.source + "), " + (ShardClean() ? "nothing failed in it" : "FAILED in it") + ": " + CountsText(shown) + " (" +
+         std::to_string(tested) + " non-trivial valid test(s) matched)" + why +
+         (vectors_kind.empty() ? "" : " (vectors: " + vectors_kind + ")") +
+         "; not a verdict on the run: merge every shard's --report-json with engram report merge";
+}
+
+void DecideScope(const Scope& scope, Verdict& v) {
+  auto reasons = [&](const std::string& suite) {
+    std::string s;
+    for (const auto& [why, n] : v.suites[suite].skip_reasons) s += (s.empty() ? "" : ", ") + std::to_string(n) + " " + why;
+    return s;
+  };
+  // §CONF.4 What counts as tested: a valid, non-trivial test whose outputs
+  // matched (pass, or stale: listed as an expected failure but passing).
+  // Refusing an invalid input is right, and so is an empty list for an empty
+  // sequence, but a port that does only that has computed nothing and must
+  // not be OK on it.
+  auto untested = [&](const std::string& suite) {
+    const Counts& c = v.suites[suite];
+    std::string s;
+    if (c.trivial) s += std::to_string(c.trivial) + " trivial test(s) passed (they need no computation)";
+    if (c.refused) s += (s.empty() ? "" : ", ") + std::to_string(c.refused) + " invalid input(s) refused";
+    const std::string skips = reasons(suite);
+    if (!skips.empty()) s += (s.empty() ? "" : ", ") + std::string("skipped: ") + skips;
+    return s.empty() ? std::string("no test in scope") : s;
+  };
+  for (const std::string& suite : scope.vector_suites) {
+    if (scope.random_only) break;  // the vectors did not run; the random suites are checked below
+    const bool requested = scope.requested.count(suite) != 0;
+    if (!requested && v.suites[suite].sent == 0) continue;  // not claimed, not asked for: nothing to say
+    if (!scope.requested.empty() && !requested) continue;
+    const Counts c = v.suites[suite];
+    // Tested, failed already, or declared: a suite whose every test that ran
+    // is a listed expected failure is the port's stated deviation.
+    if (c.tested > 0 || c.failed > 0 || c.expected_fail > 0) continue;
+    v.suite_problems[suite].push_back(
+        std::string(requested ? "requested with --suite" : "answered by the implementation") +
+        ", but no non-trivial valid test of it passed (" + untested(suite) + ")");
+  }
+  // §CONF.7 the same for the random cases of a suite asked for with --suite
+  // or answered by the implementation.
+  if (scope.random_cases > 0) {
+    for (const vectors::RandomSuite& gen : vectors::RandomSuites()) {
+      const std::string label = "random:" + gen.suite;
+      const bool requested = scope.requested.count(gen.suite) != 0;
+      if (!requested && v.suites[label].sent == 0) continue;
+      if (!scope.requested.empty() && !requested) continue;
+      if (v.suites[label].tested > 0 || v.suites[label].failed > 0) continue;
+      v.suite_problems[label].push_back(std::string(requested ? "requested with --suite" : "answered by the implementation") +
+                                        ", but no non-trivial valid random case of it passed (" + untested(label) + ")");
+    }
+    // §CONF.7 --random N that drew nothing (no claimed suite has a
+    // generator) has checked nothing random: say so, and fail.
+    if (scope.random_asked == 0) {
+      v.problems.push_back("--random " + std::to_string(scope.random_cases) +
+                           ": no random case was drawn (no suite that the implementation claims and --suite selects has a "
+                           "generator, or none of its cases is of a claimed profile)");
+    }
+  }
+  if (v.tested == 0) {
+    std::string all;
+    for (const auto& [suite, c] : v.suites) {
+      if (suite == "contract") continue;
+      for (const auto& [why, n] : c.skip_reasons) all += std::to_string(n) + " " + why + " (" + suite + "), ";
+    }
+    v.problems.push_back("nothing was tested: no non-trivial valid test passed" +
+                         (v.total.trivial ? "; " + std::to_string(v.total.trivial) + " trivial test(s) passed" : std::string()) +
+                         (v.total.skipped ? "; skipped: " + all.substr(0, all.size() - 2) : std::string()));
+  }
+}
+
+json CountsJson(const Counts& c) {
+  return {{"passed", c.passed}, {"failed", c.failed}, {"skipped", c.skipped}, {"expectedFail", c.expected_fail},
+          {"stale", c.stale}, {"tested", c.tested}, {"trivial", c.trivial}, {"refused", c.refused}, {"sent", c.sent},
+          {"skipReasons", c.skip_reasons}};
+}
+
+Counts CountsFromJson(const json& j) {
+  Counts c;
+  c.passed = j.at("passed").get<int64_t>();
+  c.failed = j.at("failed").get<int64_t>();
+  c.skipped = j.at("skipped").get<int64_t>();
+  c.expected_fail = j.at("expectedFail").get<int64_t>();
+  c.stale = j.at("stale").get<int64_t>();
+  c.tested = j.at("tested").get<int64_t>();
+  c.trivial = j.at("trivial").get<int64_t>();
+  c.refused = j.at("refused").get<int64_t>();
+  c.sent = j.at("sent").get<int64_t>();
+  c.skip_reasons = j.at("skipReasons").get<std::map<std::string, int64_t>>();
+  return c;
 }
 
 }  // namespace engram::conform

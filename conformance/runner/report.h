@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "conformance/runner/runner.h"
+#include "conformance/runner/shard.h"
 
 namespace engram::conform {
 
@@ -56,6 +57,13 @@ struct Verdict {
   std::string vectors_kind;
   std::string manifest_sha256;
   bool vectors_released = false;
+  // §CONF.9 the share of the work this verdict is about: a lone shard of
+  // several is never OK (its line says PARTIAL); it is clean when nothing in
+  // it failed.
+  Shard shard;
+  nlohmann::ordered_json shard_record;  // --report-json "shard" (§CONF.9 item 2)
+  bool ShardClean() const;
+  std::string PartialLine() const;
   std::string VectorsLine() const;  // "vectors: <kind> (manifest sha256 <hex>)"
   bool Ok() const;
   // "conformance: OK: ..." or "conformance: FAILED: ...", ending "(vectors: <kind>)".
@@ -74,6 +82,25 @@ std::string JsonReport(const nlohmann::ordered_json& hello, const std::vector<Te
 // --junit: one testsuite per vector suite, one testcase per tcId, and one
 // testcase "suite" per suite-level problem, as the file's text.
 std::string JunitReport(const std::vector<TestResult>& results, const Verdict& verdict);
+
+// §CONF.4 What the verdict of a whole run asks of its scope, decided from the
+// counts alone (so that the merge of shards decides it as a single run does,
+// §CONF.9): every suite asked for with --suite, or answered, has a non-trivial
+// valid test that passed, --random N drew a case, something was tested.
+struct Scope {
+  std::vector<std::string> vector_suites;  // the suites of the vectors, in their order
+  std::set<std::string> requested;         // --suite
+  bool random_only = false;
+  int64_t random_cases = 0;
+  int64_t random_asked = 0;                // random cases sent to the implementation, all suites
+};
+// Adds to `v.suite_problems` and `v.problems`; `v.suites`, `v.total` and
+// `v.tested` must hold the counts.
+void DecideScope(const Scope& scope, Verdict& v);
+
+// §CONF.9 item 2 Counts as JSON (every field, skip reasons included) and back.
+nlohmann::ordered_json CountsJson(const Counts& c);
+Counts CountsFromJson(const nlohmann::ordered_json& j);  // throws nlohmann's exceptions on a wrong shape
 
 }  // namespace engram::conform
 

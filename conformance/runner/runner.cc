@@ -374,6 +374,10 @@ struct Run {
   Claims claims;
   std::vector<TestResult> results;
   std::map<std::string, std::vector<std::string>> suite_problems;
+  // §CONF.9 per suite (and "contract"): the index range of its tests this
+  // shard ran, and the digest of the requests it sent for them.
+  std::map<std::string, std::pair<int64_t, int64_t>> ranges;
+  std::map<std::string, CaseDigest> digests;
 };
 
 void ApplyExpectFail(const Run& run, TestResult& r) {
@@ -393,6 +397,12 @@ void ApplyExpectFail(const Run& run, TestResult& r) {
 void RunContracts(Run& run) {
   std::set<std::string> seen;
   TimeoutGuard guard(run.options.max_consecutive_timeouts);
+  // §CONF.9 a shard checks the configurations whose ids (1-based, over all
+  // the vectors) fall in its share.
+  const auto [first, end] = ShardRange(static_cast<int64_t>(run.vectors.contract_ids.size()), run.options.shard.index,
+                                       run.options.shard.count);
+  run.ranges["contract"] = {first, end};
+  CaseDigest& digest = run.digests["contract"];
   for (const SuiteFile& file : run.vectors.suites) {
     if (!run.options.suites.empty() && run.options.suites.count(file.name) == 0) continue;
     for (const json& group : file.doc.value("testGroups", json::array())) {
@@ -404,16 +414,18 @@ void RunContracts(Run& run) {
       TestResult r;
       r.suite = "contract";
       r.tc_id = run.vectors.contract_ids.at(key);
+      if (r.tc_id - 1 < first || r.tc_id - 1 >= end) continue;
       r.status = "pass";
       if (guard.stopped) {
         Skip(r, "stopped", guard.Why());
         run.results.push_back(r);
         continue;
       }
-      Peer::Reply reply = run.peer.Call({{"op", "contract"}, {"profile", group["profile"]}, {"config", group["config"]},
-                                         {"compressedVocabSize", group["compressedVocabSize"]},
-                                         {"compressedPad", group["compressedPad"]}},
-                                        run.options.timeout);
+      const std::string request = json{{"op", "contract"}, {"profile", group["profile"]}, {"config", group["config"]},
+                                       {"compressedVocabSize", group["compressedVocabSize"]},
+                                       {"compressedPad", group["compressedPad"]}}.dump();
+      digest.Add(request);
+      Peer::Reply reply = run.peer.CallLine(request, run.options.timeout);
       guard.Note(reply, r.tc_id);
       const json& body = reply.body;
       if (!reply.failure.empty()) {
@@ -455,6 +467,14 @@ void RunSuite(Run& run, const SuiteFile& file) {
   const Options& o = run.options;
   const json notes = file.doc.value("notes", json::object());
   TimeoutGuard guard(o.max_consecutive_timeouts);
+  // §CONF.9 a shard runs the tests whose position in the file (0-based, over
+  // every group, whatever --profile selects) falls in its share.
+  int64_t total = 0;
+  for (const json& group : file.doc.value("testGroups", json::array())) total += static_cast<int64_t>(group.value("tests", json::array()).size());
+  const auto [first, end] = ShardRange(total, o.shard.index, o.shard.count);
+  run.ranges[file.name] = {first, end};
+  CaseDigest& digest = run.digests[file.name];
+  int64_t position = -1;
   for (const json& group : file.doc.value("testGroups", json::array())) {
     const std::string type = group.value("type", "");
     const std::string profile = group.contains("profile") && group["profile"].is_string() ? group["profile"].get<std::string>() : "";
@@ -463,6 +483,8 @@ void RunSuite(Run& run, const SuiteFile& file) {
     g.erase("tests");
     const bool claimed = run.claims.Suite(file.name) && (profile.empty() || run.claims.Profile(profile));
     for (const json& t : group.value("tests", json::array())) {
+      ++position;
+      if (position < first || position >= end) continue;
       // LayoutTest carries its profile per test, not per group.
       const std::string test_profile = t.contains("profile") && t["profile"].is_string() ? t["profile"].get<std::string>() : "";
       if (o.profile && !test_profile.empty() && test_profile != *o.profile) continue;
@@ -476,10 +498,11 @@ void RunSuite(Run& run, const SuiteFile& file) {
         if (n > o.accumulate_max_n) {
           Skip(r, "limit", "n = " + std::to_string(n) + " exceeds --accumulate-max");
         } else {
+          const std::string request =
+              json{{"op", "accumulate"}, {"kind", t["kind"]}, {"group", g}, {"n", t["n"]}, {"seed", t["seed"]}}.dump();
+          digest.Add(request);
           const auto t0 = std::chrono::steady_clock::now();
-          const Peer::Reply reply =
-              run.peer.Call({{"op", "accumulate"}, {"kind", t["kind"]}, {"group", g}, {"n", t["n"]}, {"seed", t["seed"]}},
-                            o.accumulate_timeout);
+          const Peer::Reply reply = run.peer.CallLine(request, o.accumulate_timeout);
           r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           guard.Note(reply, r.tc_id);
           if (!reply.failure.empty()) {
@@ -497,7 +520,7 @@ void RunSuite(Run& run, const SuiteFile& file) {
         }
       } else {
         Peer::Reply reply;
-        r = CallTest(run.peer, o.timeout, file.name, file.name, r.tc_id, g, t, &reply);
+        r = CallTest(run.peer, o.timeout, file.name, file.name, r.tc_id, g, t, &reply, &digest);
         guard.Note(reply, r.tc_id);
       }
       AddFlags(r, notes);
@@ -595,71 +618,8 @@ Verdict Decide(const Run& run, const RandomRun& random) {
     tested_total += c.tested;
   }
   v.trivial = v.total.trivial;
-  auto reasons = [&](const std::string& suite) {
-    std::string s;
-    for (const auto& [why, n] : v.suites[suite].skip_reasons) s += (s.empty() ? "" : ", ") + std::to_string(n) + " " + why;
-    return s;
-  };
-  // §CONF.4 What counts as tested: a valid, non-trivial test whose outputs
-  // matched (pass, or stale: listed as an expected failure but passing).
-  // Refusing an invalid input is right, and so is an empty list for an empty
-  // sequence, but a port that does only that has computed nothing and must
-  // not be OK on it.
-  auto untested = [&](const std::string& suite) {
-    const Counts& c = v.suites[suite];
-    std::string s;
-    if (c.trivial) s += std::to_string(c.trivial) + " trivial test(s) passed (they need no computation)";
-    if (c.refused) s += (s.empty() ? "" : ", ") + std::to_string(c.refused) + " invalid input(s) refused";
-    const std::string skips = reasons(suite);
-    if (!skips.empty()) s += (s.empty() ? "" : ", ") + std::string("skipped: ") + skips;
-    return s.empty() ? std::string("no test in scope") : s;
-  };
-  for (const SuiteFile& file : run.vectors.suites) {
-    if (run.options.random_only) break;  // the vectors did not run; the random suites are checked below
-    const std::string& suite = file.name;
-    const bool requested = run.options.suites.count(suite) != 0;
-    if (!requested && v.suites[suite].sent == 0) continue;  // not claimed, not asked for: nothing to say
-    if (!run.options.suites.empty() && !requested) continue;
-    const Counts c = v.suites[suite];
-    // Tested, failed already, or declared: a suite whose every test that ran
-    // is a listed expected failure is the port's stated deviation.
-    if (c.tested > 0 || c.failed > 0 || c.expected_fail > 0) continue;
-    v.suite_problems[suite].push_back(
-        std::string(requested ? "requested with --suite" : "answered by the implementation") +
-        ", but no non-trivial valid test of it passed (" + untested(suite) + ")");
-  }
-  // §CONF.7 the same for the random cases of a suite asked for with --suite
-  // or answered by the implementation.
-  if (run.options.random_cases > 0) {
-    for (const vectors::RandomSuite& gen : vectors::RandomSuites()) {
-      const std::string label = "random:" + gen.suite;
-      const bool requested = run.options.suites.count(gen.suite) != 0;
-      if (!requested && v.suites[label].sent == 0) continue;
-      if (!run.options.suites.empty() && !requested) continue;
-      if (v.suites[label].tested > 0 || v.suites[label].failed > 0) continue;
-      v.suite_problems[label].push_back(std::string(requested ? "requested with --suite" : "answered by the implementation") +
-                                        ", but no non-trivial valid random case of it passed (" + untested(label) + ")");
-    }
-    // §CONF.7 --random N that drew nothing (no claimed suite has a
-    // generator) has checked nothing random: say so, and fail.
-    if (random.asked == 0) {
-      v.problems.push_back("--random " + std::to_string(run.options.random_cases) +
-                           ": no random case was drawn (no suite that the implementation claims and --suite selects has a "
-                           "generator, or none of its cases is of a claimed profile)");
-    }
-  }
   v.tested = tested_total;
-  if (tested_total == 0) {
-    std::string all;
-    for (const auto& [suite, c] : v.suites) {
-      if (suite == "contract") continue;
-      for (const auto& [why, n] : c.skip_reasons) all += std::to_string(n) + " " + why + " (" + suite + "), ";
-    }
-    v.problems.push_back("nothing was tested: no non-trivial valid test passed" +
-                         (v.total.trivial ? "; " + std::to_string(v.total.trivial) + " trivial test(s) passed" : std::string()) +
-                         (v.total.skipped ? "; skipped: " + all.substr(0, all.size() - 2) : std::string()));
-  }
-  Diagnose(run, v);
+  v.shard = run.options.shard;
   return v;
 }
 
@@ -762,6 +722,60 @@ void AddRandom(const Options& options, const RandomRun& random, Verdict& verdict
   }
 }
 
+// ---------------------------------------------------------------- phase: shard record
+
+// §CONF.9 item 2 What a merge needs of this process's share: what work it is
+// part of (everything that changes which cases run or how they are judged),
+// which share it ran, the counts and the problems found while running (not
+// the verdict's judgement of the whole run's scope, which the merge makes
+// from the sums), the digest of its requests, and the shrunk failing cases as
+// recipes (rebuilt by the merge into one vectors directory).
+json ShardRecord(const Run& run, const RandomRun& random, const json& hello, const Verdict& v) {
+  const Options& o = run.options;
+  json work = {{"seed", o.random_seed},
+               {"casesPerSuite", o.random_cases},
+               {"randomOnly", o.random_only},
+               {"suites", o.suites},
+               {"profile", o.profile ? json(*o.profile) : json()},
+               {"features", o.features},
+               {"generator", vectors::kRandomVersion},
+               {"specVersion", vectors::kSpecVersion},
+               {"vectorsManifestSha256", run.vectors.manifest_sha256},
+               {"vectorsKind", v.vectors_kind},
+               {"implementation", hello},
+               {"expectFailSha256", o.expect_fail.empty() ? std::string() : Sha256Hex(ReadInputFile(o.expect_fail, InputKind::kExpectFail))},
+               {"strictStale", o.strict_stale},
+               {"accumulateMax", o.accumulate_max_n},
+               {"maxTimeouts", o.max_consecutive_timeouts},
+               {"maxRandomFailures", o.max_random_failures},
+               {"shrinkCalls", o.shrink_calls}};
+  json vector_suites = json::array();
+  for (const SuiteFile& f : run.vectors.suites) vector_suites.push_back(f.name);
+  json cases = json::object();
+  auto add_cases = [&](const std::map<std::string, std::pair<int64_t, int64_t>>& ranges,
+                       const std::map<std::string, CaseDigest>& digests) {
+    for (const auto& [label, range] : ranges) {
+      const auto d = digests.find(label);
+      const CaseDigest digest = d == digests.end() ? CaseDigest() : d->second;
+      cases[label] = {{"begin", range.first}, {"end", range.second}, {"requests", digest.cases}, {"sha256Sum", digest.Hex()}};
+    }
+  };
+  add_cases(run.ranges, run.digests);
+  add_cases(random.ranges, random.digests);
+  json counts = json::object();
+  for (const auto& [label, c] : v.suites) counts[label] = CountsJson(c);
+  json failing = json::object();
+  for (const auto& [suite, list] : random.failing) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      failing[suite].push_back({{"recipe", list[i].recipe}, {"comment", random.comments.at(suite).at(i)}});
+    }
+  }
+  return {{"index", o.shard.index},   {"count", o.shard.count},  {"source", o.shard.source},
+          {"clean", v.ShardClean()},  {"work", work},            {"vectorSuites", vector_suites},
+          {"randomAsked", random.asked}, {"cases", cases},       {"counts", counts},
+          {"runProblems", run.suite_problems}, {"problems", v.problems}, {"failing", failing}};
+}
+
 // ---------------------------------------------------------------- phase: reports
 
 // §CONF.8 The date of the verdict record, UTC, to the second.
@@ -826,7 +840,7 @@ int RunConformance(const Options& options, std::ostream& out) {
     return 2;
   }
   Peer peer(options.command, options.timeout);
-  Run run{options, in->vectors, in->expect_fail, peer, {}, {}, {}};
+  Run run{options, in->vectors, in->expect_fail, peer, {}, {}, {}, {}, {}};
   json hello;
   try {
     run.claims = Handshake(peer, hello);
@@ -849,8 +863,25 @@ int RunConformance(const Options& options, std::ostream& out) {
                                    vectors::kSpecVersion + ")";
   verdict.manifest_sha256 = run.vectors.manifest_sha256;
   AddRandom(options, random, verdict);
+  verdict.shard_record = ShardRecord(run, random, hello, verdict);
+  // §CONF.9 what needs the whole run (a suite in which nothing passed,
+  // nothing tested at all) is not said of one shard: a shard's share of a
+  // suite may hold only trivial tests. The merge decides it from the sums.
+  if (!options.shard.Partial()) {
+    Scope scope;
+    for (const SuiteFile& file : run.vectors.suites) scope.vector_suites.push_back(file.name);
+    scope.requested = options.suites;
+    scope.random_only = options.random_only;
+    scope.random_cases = options.random_cases;
+    scope.random_asked = random.asked;
+    DecideScope(scope, verdict);
+  }
+  Diagnose(run, verdict);
   WriteReports(options, hello, run.claims, run.results, verdict);
   PrintSummary(run.results, verdict, options.expect_fail, out);
+  // §CONF.9 a shard's exit status says whether anything failed in it (a
+  // scheduler's task state); the run's verdict is the merge's.
+  if (options.shard.Partial()) return verdict.ShardClean() ? 0 : 1;
   return verdict.Ok() ? 0 : 1;
 }
 

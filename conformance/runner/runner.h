@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "conformance/runner/shard.h"
 #include "vectors/compare.h"
 
 namespace engram::conform {
@@ -42,6 +43,8 @@ struct Options {
   int max_random_failures = 1;          // per suite: stop drawing after this many failing cases
   int64_t shrink_calls = 2000;          // the most implementation calls spent shrinking one failure
   int random_threads = 1;               // threads drawing the cases ahead (vectors/random_stream.h); 1: on demand
+  // §CONF.9 The share of the work this process runs (index 0 of 1: all of it).
+  Shard shard;
   // The options that select the implementation ("--lib L" or "--exec 'CMD'"),
   // for the replay lines.
   std::string implementation_args;

@@ -1,0 +1,134 @@
+// spec/conformance.md §CONF.9 — shards of a conformance run.
+#include "conformance/runner/shard.h"
+
+#include <cstdio>
+
+#include "base/error.h"
+#include "base/sha256.h"
+
+namespace engram::conform {
+namespace {
+
+// §CONF.9 item 1 bounds: at most 2^20 shards (a million tasks is beyond any
+// array a scheduler accepts; the bound keeps every product below 2^63).
+constexpr int64_t kMaxShards = int64_t{1} << 20;
+
+// A variable's value as a decimal integer 0 ... 2^31, or an error naming it.
+int64_t Number(const std::string& name, const std::string& value) {
+  if (value.empty() || value.size() > 10 || value.find_first_not_of("0123456789") != std::string::npos) {
+    throw Error(name + "=" + value + ": not a decimal number (a shard index or count, §CONF.9)");
+  }
+  return std::stoll(value);
+}
+
+Shard Checked(int64_t index, int64_t count, const std::string& source, const std::string& index_name,
+              const std::string& count_name) {
+  if (count < 1 || count > kMaxShards) {
+    throw Error(count_name + " " + std::to_string(count) + " (" + source + "): the shard count must be 1 ... " +
+                std::to_string(kMaxShards));
+  }
+  if (index < 0 || index >= count) {
+    throw Error(index_name + " " + std::to_string(index) + " (" + source + "): the shard index must be 0 ... " +
+                std::to_string(count - 1) + " for " + std::to_string(count) + " shard(s)");
+  }
+  return {index, count, source};
+}
+
+}  // namespace
+
+Shard ChooseShard(std::optional<int64_t> flag_index, std::optional<int64_t> flag_count,
+                  const std::function<std::optional<std::string>(const char*)>& env) {
+  // The flags win: a job that says which shard it runs is not second-guessed
+  // by a variable its scheduler happens to set.
+  if (flag_index && !flag_count) throw Error("--shard-index " + std::to_string(*flag_index) + " needs --shard-count");
+  if (flag_index && flag_count) return Checked(*flag_index, *flag_count, "--shard-index/--shard-count", "--shard-index", "--shard-count");
+  // Pairs of variables, in the order of §CONF.9: the first whose index is set
+  // is the source, and then its count must be set too (half a pair is a
+  // misconfigured job, not "no sharding").
+  const std::pair<const char*, const char*> pairs[] = {{"GTEST_SHARD_INDEX", "GTEST_TOTAL_SHARDS"},
+                                                       {"TEST_SHARD_INDEX", "TEST_TOTAL_SHARDS"}};
+  for (const auto& [iname, cname] : pairs) {
+    const auto i = env(iname);
+    const auto c = env(cname);
+    if (!i && !c) continue;
+    if (!i || !c) throw Error(std::string(i ? cname : iname) + " is not set, but " + (i ? iname : cname) + " is (§CONF.9: both or neither)");
+    if (flag_count) throw Error(std::string("--shard-count without --shard-index, but ") + iname + " is set: give both flags or neither");
+    return Checked(Number(iname, *i), Number(cname, *c), std::string(iname) + "/" + cname, iname, cname);
+  }
+  // Slurm numbers an array's tasks from its first id (--array=0-3, or 5-8):
+  // the index is the task id less SLURM_ARRAY_TASK_MIN.
+  if (const auto id = env("SLURM_ARRAY_TASK_ID")) {
+    const auto c = env("SLURM_ARRAY_TASK_COUNT");
+    if (!c) throw Error("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not (§CONF.9)");
+    if (flag_count) throw Error("--shard-count without --shard-index, but SLURM_ARRAY_TASK_ID is set: give both flags or neither");
+    const auto m = env("SLURM_ARRAY_TASK_MIN");
+    const int64_t min = m ? Number("SLURM_ARRAY_TASK_MIN", *m) : 0;
+    const int64_t index = Number("SLURM_ARRAY_TASK_ID", *id) - min;
+    const int64_t count = Number("SLURM_ARRAY_TASK_COUNT", *c);
+    if (index < 0 || index >= count) {
+      throw Error("SLURM_ARRAY_TASK_ID=" + *id + " with SLURM_ARRAY_TASK_MIN=" + std::to_string(min) +
+                  " and SLURM_ARRAY_TASK_COUNT=" + *c + ": not a dense array (--array=A-B without a step); "
+                  "give --shard-index/--shard-count");
+    }
+    return Checked(index, count, "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT");
+  }
+  // A Kubernetes Indexed Job gives the index only; its completions are the count.
+  if (const auto i = env("JOB_COMPLETION_INDEX")) {
+    if (!flag_count) throw Error("JOB_COMPLETION_INDEX=" + *i + " is set but --shard-count is not (an Indexed Job: pass its completions)");
+    return Checked(Number("JOB_COMPLETION_INDEX", *i), *flag_count, "JOB_COMPLETION_INDEX/--shard-count",
+                   "JOB_COMPLETION_INDEX", "--shard-count");
+  }
+  {
+    const auto i = env("CIRCLE_NODE_INDEX");
+    const auto c = env("CIRCLE_NODE_TOTAL");
+    if (i || c) {
+      if (!i || !c) throw Error(std::string(i ? "CIRCLE_NODE_TOTAL" : "CIRCLE_NODE_INDEX") + " is not set, but " +
+                                (i ? "CIRCLE_NODE_INDEX" : "CIRCLE_NODE_TOTAL") + " is (§CONF.9: both or neither)");
+      if (flag_count) throw Error("--shard-count without --shard-index, but CIRCLE_NODE_INDEX is set: give both flags or neither");
+      return Checked(Number("CIRCLE_NODE_INDEX", *i), Number("CIRCLE_NODE_TOTAL", *c), "CIRCLE_NODE_INDEX/CIRCLE_NODE_TOTAL",
+                     "CIRCLE_NODE_INDEX", "CIRCLE_NODE_TOTAL");
+    }
+  }
+  if (flag_count) throw Error("--shard-count " + std::to_string(*flag_count) + " without --shard-index, and no JOB_COMPLETION_INDEX to give it");
+  return {};
+}
+
+std::pair<int64_t, int64_t> ShardRange(int64_t n, int64_t index, int64_t count) {
+  // n < 2^43 (10^8 cases, or a suite's tests) times index < 2^20 stays below 2^63.
+  const auto at = [&](int64_t k) { return static_cast<int64_t>((static_cast<__int128>(n) * k) / count); };
+  return {at(index), at(index + 1)};
+}
+
+void CaseDigest::Add(std::string_view request_line) {
+  const std::string hex = Sha256Hex(request_line);
+  CaseDigest one;
+  FromHex(hex, one);
+  one.cases = 1;
+  Add(one);
+}
+
+void CaseDigest::Add(const CaseDigest& other) {
+  unsigned __int128 carry = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    const unsigned __int128 s = static_cast<unsigned __int128>(sum_[i]) + other.sum_[i] + carry;
+    sum_[i] = static_cast<uint64_t>(s);
+    carry = s >> 64;
+  }
+  cases += other.cases;
+}
+
+std::string CaseDigest::Hex() const {
+  char buf[65];
+  std::snprintf(buf, sizeof(buf), "%016llx%016llx%016llx%016llx", static_cast<unsigned long long>(sum_[3]),
+                static_cast<unsigned long long>(sum_[2]), static_cast<unsigned long long>(sum_[1]),
+                static_cast<unsigned long long>(sum_[0]));
+  return buf;
+}
+
+bool CaseDigest::FromHex(const std::string& hex, CaseDigest& out) {
+  if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos) return false;
+  for (size_t limb = 0; limb < 4; ++limb) out.sum_[3 - limb] = std::stoull(hex.substr(limb * 16, 16), nullptr, 16);
+  return true;
+}
+
+}  // namespace engram::conform

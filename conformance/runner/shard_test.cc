@@ -1,0 +1,295 @@
+// spec/conformance.md §CONF.9 — shards of a run and their merge: the shares
+// (a law, RapidCheck), the sources of the shard in the environment, and end to
+// end: 1, 3 and 7 shards of the same work merged equal the single run, and
+// every kind of wrong set of shards is refused with no verdict.
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include "base/error.h"
+#include "conformance/runner/conform_test_util.h"
+#include "conformance/runner/shard.h"
+
+namespace engram::conform {
+namespace {
+
+using test::Conform;
+using test::Dir;
+using test::Slurp;
+using json = nlohmann::json;
+
+// §CONF.9 item 1: contiguous, disjoint, covering [0, n) in order, sizes within one.
+RC_GTEST_PROP(ShardRangeLaw, SharesCoverEveryCaseOnceInOrder, ()) {
+  const int64_t n = *rc::gen::inRange<int64_t>(0, 100000000);
+  const int64_t count = *rc::gen::inRange<int64_t>(1, 5000);
+  int64_t end = 0, smallest = n, largest = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const auto [b, e] = ShardRange(n, i, count);
+    RC_ASSERT(b == end);
+    RC_ASSERT(e >= b);
+    smallest = std::min(smallest, e - b);
+    largest = std::max(largest, e - b);
+    end = e;
+  }
+  RC_ASSERT(end == n);
+  RC_ASSERT(largest - smallest <= 1);
+}
+
+// §CONF.9 item 2: the digest is a sum, so any split of the requests adds up.
+RC_GTEST_PROP(CaseDigestLaw, ShardsAddUpToTheWhole, ()) {
+  const auto lines = *rc::gen::container<std::vector<std::string>>(rc::gen::arbitrary<std::string>());
+  const size_t cut = lines.empty() ? 0 : *rc::gen::inRange<size_t>(0, lines.size());
+  CaseDigest whole, a, b;
+  for (size_t i = 0; i < lines.size(); ++i) whole.Add(lines[i]);
+  for (size_t i = 0; i < cut; ++i) a.Add(lines[i]);
+  for (size_t i = lines.size(); i > cut; --i) b.Add(lines[i - 1]);  // the other part, in reverse order
+  CaseDigest sum;
+  sum.Add(b);
+  sum.Add(a);
+  RC_ASSERT(sum.Hex() == whole.Hex());
+  RC_ASSERT(sum.cases == static_cast<int64_t>(lines.size()));
+}
+
+std::function<std::optional<std::string>(const char*)> Env(std::map<std::string, std::string> vars) {
+  return [vars](const char* name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+}
+
+std::string Refusal(std::optional<int64_t> i, std::optional<int64_t> n, std::map<std::string, std::string> vars) {
+  try {
+    ChooseShard(i, n, Env(std::move(vars)));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ChooseShard, FlagsThenTheEnvironmentInTheOrderOfTheSpec) {
+  const std::map<std::string, std::string> all = {
+      {"GTEST_SHARD_INDEX", "1"},  {"GTEST_TOTAL_SHARDS", "2"},  {"TEST_SHARD_INDEX", "2"},     {"TEST_TOTAL_SHARDS", "3"},
+      {"SLURM_ARRAY_TASK_ID", "7"}, {"SLURM_ARRAY_TASK_MIN", "4"}, {"SLURM_ARRAY_TASK_COUNT", "5"},
+      {"JOB_COMPLETION_INDEX", "4"}, {"CIRCLE_NODE_INDEX", "5"},   {"CIRCLE_NODE_TOTAL", "6"}};
+  Shard s = ChooseShard(0, 9, Env(all));
+  EXPECT_EQ(s.index, 0);
+  EXPECT_EQ(s.count, 9);
+  EXPECT_EQ(s.source, "--shard-index/--shard-count");
+  // Each source in turn, the ones before it unset.
+  const std::vector<std::pair<std::vector<std::string>, std::tuple<int64_t, int64_t, std::string>>> order = {
+      {{}, {1, 2, "GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS"}},
+      {{"GTEST_SHARD_INDEX", "GTEST_TOTAL_SHARDS"}, {2, 3, "TEST_SHARD_INDEX/TEST_TOTAL_SHARDS"}},
+      {{"TEST_SHARD_INDEX", "TEST_TOTAL_SHARDS"}, {3, 5, "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT"}},
+      {{"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_COUNT"}, {4, 8, "JOB_COMPLETION_INDEX/--shard-count"}},
+      {{"JOB_COMPLETION_INDEX"}, {5, 6, "CIRCLE_NODE_INDEX/CIRCLE_NODE_TOTAL"}}};
+  std::map<std::string, std::string> vars = all;
+  for (const auto& [drop, want] : order) {
+    for (const std::string& d : drop) vars.erase(d);
+    const bool indexed_job = std::get<2>(want).rfind("JOB_COMPLETION_INDEX", 0) == 0;
+    s = ChooseShard(std::nullopt, indexed_job ? std::optional<int64_t>(8) : std::nullopt, Env(vars));
+    EXPECT_EQ(s.index, std::get<0>(want)) << std::get<2>(want);
+    EXPECT_EQ(s.count, std::get<1>(want)) << std::get<2>(want);
+    EXPECT_EQ(s.source, std::get<2>(want));
+  }
+  s = ChooseShard(std::nullopt, std::nullopt, Env({}));
+  EXPECT_EQ(s.count, 1);
+  EXPECT_EQ(s.source, "none");
+  EXPECT_FALSE(s.Partial());
+}
+
+TEST(ChooseShard, RefusesWhatAMisconfiguredJobGives) {
+  EXPECT_NE(Refusal(std::nullopt, std::nullopt, {{"GTEST_SHARD_INDEX", "1"}}).find("GTEST_TOTAL_SHARDS is not set"), std::string::npos);
+  EXPECT_NE(Refusal(std::nullopt, std::nullopt, {{"GTEST_SHARD_INDEX", "x1"}, {"GTEST_TOTAL_SHARDS", "2"}}).find("GTEST_SHARD_INDEX=x1: not a decimal number"),
+            std::string::npos);
+  EXPECT_NE(Refusal(std::nullopt, std::nullopt, {{"TEST_SHARD_INDEX", "3"}, {"TEST_TOTAL_SHARDS", "3"}}).find("TEST_SHARD_INDEX 3"),
+            std::string::npos);
+  EXPECT_NE(Refusal(std::nullopt, std::nullopt, {{"JOB_COMPLETION_INDEX", "2"}}).find("--shard-count is not"), std::string::npos);
+  EXPECT_NE(Refusal(std::nullopt, std::nullopt,
+                    {{"SLURM_ARRAY_TASK_ID", "6"}, {"SLURM_ARRAY_TASK_MIN", "0"}, {"SLURM_ARRAY_TASK_COUNT", "4"}})
+                .find("not a dense array"),
+            std::string::npos);
+  EXPECT_NE(Refusal(3, std::nullopt, {}).find("--shard-index 3 needs --shard-count"), std::string::npos);
+  EXPECT_NE(Refusal(5, 5, {}).find("--shard-index 5"), std::string::npos);
+  EXPECT_NE(Refusal(std::nullopt, 4, {}).find("without --shard-index"), std::string::npos);
+  EXPECT_NE(Refusal(0, 0, {}).find("--shard-count 0"), std::string::npos);
+}
+
+// ------------------------------------------------------------------ end to end
+
+struct Merged {
+  int exit_code;
+  std::string out;
+};
+
+Merged Merge(const std::string& args) {
+  const fs::path out = Dir() / "merge.txt";
+  const std::string cmd = std::string(ENGRAM_CLI) + " report merge " + args + " >" + out.string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(out)};
+}
+
+std::string LastLine(const std::string& s) {
+  const size_t end = s.find_last_not_of('\n');
+  const size_t start = s.rfind('\n', end);
+  return s.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+}
+
+// The work of these tests: two vector suites, the contract checks and 24
+// random cases of each of their suites, through the reference plug-in.
+const std::string kWork = "--vectors " + test::kVectors + " --lib " + std::string(ENGRAM_PLUGIN) +
+                          " --suite hash_v41 --suite table_lookup --random 24 --seed 31 --random-threads 1";
+
+// Runs `shards` shards of kWork (flags), returns the report paths.
+std::string RunShards(const std::string& name, int shards, const std::string& extra = "") {
+  std::string paths;
+  for (int i = 0; i < shards; ++i) {
+    const fs::path report = Dir() / (name + "-" + std::to_string(i) + ".json");
+    const auto r = Conform(kWork + extra + " --shard-index " + std::to_string(i) + " --shard-count " + std::to_string(shards) +
+                           " --report-json " + report.string());
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    paths += " " + report.string();
+  }
+  return paths;
+}
+
+TEST(Shards, OneThreeAndSevenShardsMergeToTheSingleRun) {
+  const fs::path single_report = Dir() / "single.json";
+  const auto single = Conform(kWork + " --report-json " + single_report.string());
+  ASSERT_EQ(single.exit_code, 0) << single.out;
+  const json s = json::parse(Slurp(single_report));
+  ASSERT_EQ(LastLine(single.out).rfind("conformance: OK: ", 0), 0u) << single.out;
+  for (int shards : {1, 3, 7}) {
+    const std::string paths = RunShards("equal" + std::to_string(shards), shards);
+    const fs::path merged_report = Dir() / ("merged" + std::to_string(shards) + ".json");
+    const fs::path junit = Dir() / ("merged" + std::to_string(shards) + ".xml");
+    const Merged m = Merge(paths + " --report-json " + merged_report.string() + " --junit " + junit.string());
+    ASSERT_EQ(m.exit_code, 0) << m.out;
+    EXPECT_EQ(LastLine(m.out), LastLine(single.out)) << shards << " shard(s)";
+    const json j = json::parse(Slurp(merged_report));
+    EXPECT_EQ(j["verdict"]["line"], s["verdict"]["line"]);
+    EXPECT_EQ(j["suites"], s["suites"]) << shards << " shard(s)";
+    EXPECT_EQ(j["results"].size(), s["results"].size());
+    EXPECT_EQ(j["shard"]["counts"], s["shard"]["counts"]);
+    for (const auto& [label, c] : s["shard"]["cases"].items()) {
+      EXPECT_EQ(j["shard"]["cases"][label]["sha256Sum"], c["sha256Sum"]) << label << ", " << shards << " shard(s)";
+      EXPECT_EQ(j["shard"]["cases"][label]["requests"], c["requests"]) << label;
+    }
+    const std::string xml = Slurp(junit);
+    EXPECT_NE(xml.find("<testsuite name=\"hash_v41\" tests=\"" + test::TestsIn("hash_v41") + "\""), std::string::npos) << xml.substr(0, 400);
+    // A merged report merges again, as one shard of one.
+    const Merged again = Merge(merged_report.string());
+    EXPECT_EQ(again.exit_code, 0) << again.out;
+    EXPECT_EQ(LastLine(again.out), LastLine(single.out));
+  }
+}
+
+// Issue 27 left it here: a shard alone is not a verdict on the run.
+TEST(Shards, ALoneShardReportsItselfPartial) {
+  const fs::path report = Dir() / "lone.json";
+  const auto r = Conform(kWork + " --shard-index 1 --shard-count 3 --report-json " + report.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out;  // nothing failed in it
+  EXPECT_EQ(LastLine(r.out).rfind("conformance: PARTIAL: shard 1 of 3 (--shard-index/--shard-count), nothing failed in it: ", 0), 0u)
+      << r.out;
+  EXPECT_EQ(r.out.find("conformance: OK"), std::string::npos);
+  const json j = json::parse(Slurp(report));
+  EXPECT_FALSE(j["verdict"]["ok"].get<bool>());
+  EXPECT_EQ(j["shard"]["index"], 1);
+  EXPECT_EQ(j["shard"]["count"], 3);
+  EXPECT_TRUE(j["shard"]["clean"].get<bool>());
+  // From the environment, with the source named.
+  const fs::path out = Dir() / "env.txt";
+  const std::string cmd = "SLURM_ARRAY_TASK_ID=5 SLURM_ARRAY_TASK_MIN=4 SLURM_ARRAY_TASK_COUNT=2 " + std::string(ENGRAM_CLI) +
+                          " conform " + kWork + " --random-only >" + out.string() + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_NE(Slurp(out).find("conformance: PARTIAL: shard 1 of 2 (SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT)"), std::string::npos)
+      << Slurp(out);
+  // A half-set source does not run at all.
+  const std::string bad = "GTEST_SHARD_INDEX=0 " + std::string(ENGRAM_CLI) + " conform " + kWork + " >" + out.string() + " 2>&1";
+  EXPECT_EQ(WEXITSTATUS(std::system(bad.c_str())), 2);
+  EXPECT_NE(Slurp(out).find("GTEST_TOTAL_SHARDS is not set, but GTEST_SHARD_INDEX is"), std::string::npos) << Slurp(out);
+}
+
+TEST(Shards, AMergeOfTheWrongShardsIsRefusedWithoutAVerdict) {
+  const std::string three = RunShards("refuse", 3);
+  const std::string s0 = (Dir() / "refuse-0.json").string(), s1 = (Dir() / "refuse-1.json").string(),
+                    s2 = (Dir() / "refuse-2.json").string();
+  auto refused = [](const Merged& m, const std::string& why) {
+    EXPECT_EQ(m.exit_code, 2) << m.out;
+    EXPECT_EQ(m.out.find("conformance:"), std::string::npos) << m.out;
+    EXPECT_NE(m.out.find("engram report merge: refused: " + why), std::string::npos) << m.out;
+  };
+  refused(Merge(s0 + " " + s2), "shard(s) 1 of 3 missing");
+  refused(Merge(three + " " + s1), "shard 1 of 3 given twice");
+  // Another seed.
+  const fs::path other = Dir() / "other-seed.json";
+  std::string other_work = kWork;
+  other_work.replace(other_work.find("--seed 31"), 9, "--seed 32");
+  ASSERT_EQ(Conform(other_work + " --shard-index 1 --shard-count 3 --report-json " + other.string()).exit_code, 0);
+  refused(Merge(s0 + " " + other.string() + " " + s2), "not shards of one run: seed differs: 31 in " + s0 + ", 32 in " + other.string());
+  // Another shard count.
+  const fs::path four = Dir() / "four.json";
+  ASSERT_EQ(Conform(kWork + " --shard-index 1 --shard-count 4 --report-json " + four.string()).exit_code, 0);
+  refused(Merge(s0 + " " + four.string() + " " + s2), "mixed shard counts");
+  // A forged range that overlaps its neighbour's.
+  json forged = json::parse(Slurp(s1));
+  forged["shard"]["cases"]["random:hash_v41"]["begin"] = forged["shard"]["cases"]["random:hash_v41"]["begin"].get<int64_t>() - 1;
+  const fs::path overlap = Dir() / "overlap.json";
+  std::ofstream(overlap) << forged.dump();
+  refused(Merge(s0 + " " + overlap.string() + " " + s2), "overlapping shards: random:hash_v41");
+  // A cut report: a result removed.
+  json cut = json::parse(Slurp(s1));
+  cut["results"].erase(cut["results"].begin());
+  const fs::path cut_path = Dir() / "cut.json";
+  std::ofstream(cut_path) << cut.dump();
+  refused(Merge(s0 + " " + cut_path.string() + " " + s2), cut_path.string() + ": lists ");
+  // A report of a run without shard records (an older runner).
+  json old = json::parse(Slurp(s1));
+  old.erase("shard");
+  const fs::path old_path = Dir() / "old.json";
+  std::ofstream(old_path) << old.dump();
+  refused(Merge(s0 + " " + old_path.string() + " " + s2), old_path.string() + ": has no \"shard\" record");
+}
+
+// With failures: the adapter's planted bug, no suite stopped early. The
+// merged verdict equals the single run's, and the shrunk failures of every
+// shard land in one vectors directory that replays them.
+TEST(Shards, FailuresOfEveryShardAreGatheredIntoOneReplayableDirectory) {
+  if (test::Python().empty()) GTEST_SKIP() << "ENGRAM_PYTHON is not set";
+  const std::string work = "--vectors " + test::kVectors + " --exec '" + test::Python() + " " + test::kAdapter +
+                           " --bug rollback-ring-short' --suite hash_demo --random 60 --seed 11 --random-only "
+                           "--random-threads 1 --max-random-failures 0 --shrink-calls 50";
+  const fs::path single_failures = Dir() / "single-failures";
+  const auto single = Conform(work + " --save-failures " + single_failures.string());
+  ASSERT_EQ(single.exit_code, 1) << single.out;
+  std::string paths;
+  for (int i = 0; i < 3; ++i) {
+    const fs::path report = Dir() / ("bug-" + std::to_string(i) + ".json");
+    const auto r = Conform(work + " --shard-index " + std::to_string(i) + " --shard-count 3 --report-json " + report.string());
+    paths += " " + report.string();
+  }
+  const fs::path failures = Dir() / "merged-failures";
+  const Merged m = Merge(paths + " --save-failures " + failures.string() + " --vectors " + test::kVectors);
+  EXPECT_EQ(m.exit_code, 1) << m.out;
+  EXPECT_EQ(LastLine(m.out), LastLine(single.out));
+  ASSERT_TRUE(fs::exists(failures / "v1" / "hash_demo.json")) << m.out;
+  const json a = json::parse(Slurp(failures / "v1" / "hash_demo.json"));
+  const json b = json::parse(Slurp(single_failures / "v1" / "hash_demo.json"));
+  ASSERT_GT(b["testGroups"].size(), 0u);
+  EXPECT_EQ(a["testGroups"].size(), b["testGroups"].size());
+  for (size_t i = 0; i < a["testGroups"].size() && i < b["testGroups"].size(); ++i) {
+    EXPECT_EQ(a["testGroups"][i]["tests"][0]["steps"], b["testGroups"][i]["tests"][0]["steps"]) << i;
+  }
+  const auto replay = Conform("--vectors " + failures.string() + " --exec '" + test::Python() + " " + test::kAdapter +
+                              " --bug rollback-ring-short'");
+  EXPECT_EQ(replay.exit_code, 1) << replay.out;
+  EXPECT_NE(replay.out.find("hash_demo: 0 passed, " + std::to_string(a["testGroups"].size()) + " failed"), std::string::npos) << replay.out;
+}
+
+}  // namespace
+}  // namespace engram::conform
