@@ -1,0 +1,25 @@
+# The plugin's own tests run pytest inside pytest (pytester). ENGRAM_CLI names the `engram` CLI for the tests
+# that compare with it (scripts/test_python.sh sets it); without it they are skipped, saying so.
+import os
+import shutil
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture
+def engram_cli():
+    cli = os.environ.get("ENGRAM_CLI") or shutil.which("engram")
+    if not cli:
+        pytest.skip("ENGRAM_CLI is not set and no engram on PATH: the comparison with the CLI is skipped")
+    return cli
+
+
+def plugin_args():
+    """["-p", "engram.pytest_plugin"] when the plugin is not installed (a source tree on PYTHONPATH), else []:
+    the installed package registers it through its pytest11 entry point."""
+    from importlib.metadata import entry_points
+    eps = entry_points()
+    group = eps.select(group="pytest11") if hasattr(eps, "select") else eps.get("pytest11", [])
+    return [] if any(e.value == "engram.pytest_plugin" for e in group) else ["-p", "engram.pytest_plugin"]
