@@ -15,9 +15,12 @@ start=$(date +%s)
 venv=build/python-venv
 rm -rf "$venv"
 python3 -m venv "$venv"
-"$venv/bin/pip" install --quiet --disable-pip-version-check pytest
-# build-dir: the CMake tree survives between runs (ninja rebuilds what changed, ccache serves the rest).
-"$venv/bin/pip" install --quiet --disable-pip-version-check --config-settings=build-dir=build/python-wheel .
+# The build requirements go into the venv itself (--no-build-isolation), so that nanobind's sources lie at
+# the same path in every run and ccache serves their objects too (pip's isolated build environment is a new
+# temporary directory each time). build-dir: the CMake tree survives between runs.
+"$venv/bin/pip" install --quiet --disable-pip-version-check pytest numpy scikit-build-core nanobind
+"$venv/bin/pip" install --quiet --disable-pip-version-check --no-build-isolation \
+  --config-settings=build-dir=build/python-wheel .
 built=$(date +%s)
 echo "python: wheel built and installed into a fresh venv in $((built - start)) s"
 # Run from outside the source tree, so that `import engram` is the installed package.

@@ -39,6 +39,8 @@ _Config = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 
 
 def _ids(ids: Any) -> np.ndarray:
+    if type(ids) is np.ndarray and ids.dtype == np.int64 and ids.ndim == 1 and ids.flags.c_contiguous:
+        return ids  # the common case, checked first: a decode step's overhead is counted in microseconds
     a = np.asarray(ids)
     if a.dtype != np.int64:
         if a.size and not np.issubdtype(a.dtype, np.integer):
@@ -89,8 +91,10 @@ def hash(layout: Layout, ids: Any, out: Optional[np.ndarray] = None) -> np.ndarr
     Column ``(n-2)*heads + head``; offsets added (§LAY.3). ``-1`` is DEAD in v4.1 (§HASH.1). ``out``: a
     C-contiguous int64 array of that shape to write into (returned), as a serving engine reuses its buffer.
     """
-    return _core.hash(layout, ids if type(ids) is np.ndarray and ids.dtype == np.int64 and ids.ndim == 1
-                      and ids.flags.c_contiguous else _ids(ids), out)
+    try:  # int64 ids in one C-contiguous row go straight through (a decode step counts microseconds)
+        return _core.hash(layout, ids, out)
+    except TypeError:
+        return _core.hash(layout, _ids(ids), out)
 
 
 class HashState:
@@ -104,7 +108,10 @@ class HashState:
 
     def append(self, ids: Any, out: Optional[np.ndarray] = None) -> np.ndarray:
         """Rows ``[n, layers, columns]`` of the next n ids (into ``out`` when given)."""
-        return self._s.append(_ids(ids), out)
+        try:
+            return self._s.append(ids, out)
+        except TypeError:
+            return self._s.append(_ids(ids), out)
 
     def rollback(self, k: int) -> None:
         self._s.rollback(int(k))

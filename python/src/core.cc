@@ -87,6 +87,10 @@ engram::Precision ParsePrecision(const std::string& p) {
 struct PyLayout {
   engram::EngramConfig config;
   engram::Layout layout;
+  // A state at position 0, copied by hash(): cheaper than building one per
+  // call (its per-column division-free moduli), which a T = 1 call would
+  // otherwise spend most of its time on.
+  std::optional<engram::HashState> fresh;
 };
 
 // §LAY.4, §TOK.5 V and the compressed pad as `engram hash` resolves them
@@ -126,38 +130,66 @@ void InitLayout(PyLayout* self, const std::string& builtin, const std::string& p
                         std::to_string(v) + " (without a token map the pad id is used as a compressed id)");
   }
   engram::Layout layout = engram::BuildLayout(config, v, p);
-  new (self) PyLayout{std::move(config), std::move(layout)};
+  new (self) PyLayout{std::move(config), std::move(layout), std::nullopt};
+  self->fresh.emplace(self->layout);  // points at self->layout, which nanobind never moves
 }
 
 size_t RowWidth(const engram::Layout& l) { return l.layers.size() * static_cast<size_t>(l.columns()); }
 
-using I64Out = nb::ndarray<int64_t, nb::ndim<3>, nb::c_contig, nb::device::cpu>;
+// An int64 buffer of a numpy array (or anything with the buffer protocol),
+// read through PEP 3118 directly: nanobind's ndarray import costs
+// microseconds per argument, and a decode step (T = 1) counts them.
+class Int64Buffer {
+ public:
+  Int64Buffer(nb::handle obj, bool writable, const char* what) {
+    const int flags = PyBUF_FORMAT | PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj.ptr(), &view_, flags) != 0) {
+      PyErr_Clear();
+      throw nb::type_error((std::string(what) + ": not a C-contiguous int64 array" + (writable ? " (writable)" : "")).c_str());
+    }
+    const char* f = view_.format == nullptr ? "B" : view_.format;
+    if (*f == '<' || *f == '=' || *f == '@') ++f;
+    if (view_.itemsize != 8 || (std::strcmp(f, "l") != 0 && std::strcmp(f, "q") != 0)) {
+      PyBuffer_Release(&view_);
+      throw nb::type_error((std::string(what) + ": not int64 (format '" + (view_.format ? view_.format : "B") + "')").c_str());
+    }
+  }
+  ~Int64Buffer() { PyBuffer_Release(&view_); }
+  Int64Buffer(const Int64Buffer&) = delete;
+  Int64Buffer& operator=(const Int64Buffer&) = delete;
+  int64_t* data() const { return static_cast<int64_t*>(view_.buf); }
+  int ndim() const { return view_.ndim; }
+  size_t shape(int i) const { return static_cast<size_t>(view_.shape[i]); }
+  size_t size() const { return static_cast<size_t>(view_.len / 8); }
+
+ private:
+  Py_buffer view_{};
+};
 
 // §HASH.4 rows[n][layers][columns] of the next n ids of `state` (§HASH.6
 // AppendInto), into `out` when given (a reused buffer is what a serving
 // engine hashes into, and what `engram bench hash` measures), else into a
-// new array.
-nb::object Append(engram::HashState& state, const engram::Layout& l, I64In ids, nb::object out) {
+// new numpy array.
+nb::object Append(engram::HashState& state, const engram::Layout& l, nb::handle ids_obj, nb::object out) {
+  Int64Buffer ids(ids_obj, false, "ids");
+  if (ids.ndim() != 1) throw nb::type_error("ids: not one sequence [T]");
   const size_t n = ids.shape(0), layers = l.layers.size(), cols = static_cast<size_t>(l.columns());
-  int64_t* dst = nullptr;
-  nb::object result;
+  nb::object result = out;
   if (out.is_none()) {
-    auto a = Owned<int64_t>({n, layers, cols});
-    dst = a.data();
-    result = nb::cast(a);
-  } else {
-    I64Out o;
-    if (!nb::try_cast(out, o)) throw engram::Error("out: not a writable C-contiguous int64 array [T, layers, columns]");
-    if (o.shape(0) != n || o.shape(1) != layers || o.shape(2) != cols) {
-      throw engram::Error("out: shape [" + std::to_string(o.shape(0)) + ", " + std::to_string(o.shape(1)) + ", " +
-                          std::to_string(o.shape(2)) + "] but " + std::to_string(n) + " ids need [" +
-                          std::to_string(n) + ", " + std::to_string(layers) + ", " + std::to_string(cols) + "]");
-    }
-    dst = o.data();
-    result = out;
+    // numpy.empty, looked up once.
+    static nb::object* empty = new nb::object(nb::module_::import_("numpy").attr("empty"));
+    static nb::object* int64 = new nb::object(nb::module_::import_("numpy").attr("int64"));
+    result = (*empty)(nb::make_tuple(n, layers, cols), *int64);
+  }
+  Int64Buffer rows_buf(result, true, "out");
+  if (rows_buf.ndim() != 3 || rows_buf.shape(0) != n || rows_buf.shape(1) != layers || rows_buf.shape(2) != cols) {
+    std::string got;
+    for (int i = 0; i < rows_buf.ndim(); ++i) got += (i ? ", " : "") + std::to_string(rows_buf.shape(i));
+    throw engram::Error("out: shape [" + got + "] but " + std::to_string(n) + " ids need [" + std::to_string(n) + ", " +
+                        std::to_string(layers) + ", " + std::to_string(cols) + "]");
   }
   std::span<const int64_t> in(ids.data(), n);
-  std::span<int64_t> rows(dst, n * layers * cols);
+  std::span<int64_t> rows(rows_buf.data(), n * layers * cols);
   if (n >= 4096) {
     nb::gil_scoped_release release;  // long sequences: let other Python threads run
     state.AppendInto(in, rows);
@@ -294,8 +326,8 @@ NB_MODULE(_core, m) {
       })
       .def_prop_ro("fingerprint", [](const PyLayout& l) { return engram::LayoutFingerprint(l.layout); });
 
-  m.def("hash", [](const PyLayout& l, I64In ids, nb::object out) {
-    engram::HashState state(l.layout);
+  m.def("hash", [](const PyLayout& l, nb::handle ids, nb::object out) {
+    engram::HashState state = *l.fresh;
     return Append(state, l.layout, ids, out);
   }, "layout"_a, "ids"_a, "out"_a = nb::none());
   m.def("trace_json", [](const PyLayout& l, I64In ids) {
@@ -312,7 +344,7 @@ NB_MODULE(_core, m) {
            },
            "layout"_a, "rollback_capacity"_a = 0, nb::keep_alive<1, 2>())
       .def("append",
-           [](PyHashState& s, I64In ids, nb::object out) { return Append(s.state, s.layout->layout, ids, out); },
+           [](PyHashState& s, nb::handle ids, nb::object out) { return Append(s.state, s.layout->layout, ids, out); },
            "ids"_a, "out"_a = nb::none())
       .def("rollback", [](PyHashState& s, size_t k) { s.state.Rollback(k); }, "k"_a)
       .def("fork", [](const PyHashState& s) { return PyHashState(s); }, nb::keep_alive<0, 1>())

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import engram
-from conftest import plugin_args
+from engram_test_util import plugin_args
 
 REFERENCE_PORT = '''
 import engram
