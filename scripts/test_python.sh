@@ -5,7 +5,7 @@
 #
 #   scripts/test_python.sh [ENGRAM_CLI]     (default build/release/conformance/engram)
 #
-# The wheel's build tree is kept in build/python-wheel and every compile goes through ccache (the root
+# The wheel's build tree is kept in build/python-<wheel tag> and every compile goes through ccache (the root
 # CMakeLists.txt sets CMAKE_<LANG>_COMPILER_LAUNCHER), so that a warm rebuild takes seconds.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -17,10 +17,9 @@ rm -rf "$venv"
 python3 -m venv "$venv"
 # The build requirements go into the venv itself (--no-build-isolation), so that nanobind's sources lie at
 # the same path in every run and ccache serves their objects too (pip's isolated build environment is a new
-# temporary directory each time). build-dir: the CMake tree survives between runs.
+# temporary directory each time). The CMake tree is build/python-<wheel tag> (pyproject.toml build-dir).
 "$venv/bin/pip" install --quiet --disable-pip-version-check pytest numpy scikit-build-core nanobind
-"$venv/bin/pip" install --quiet --disable-pip-version-check --no-build-isolation \
-  --config-settings=build-dir=build/python-wheel .
+"$venv/bin/pip" install --quiet --disable-pip-version-check --no-build-isolation .
 built=$(date +%s)
 echo "python: wheel built and installed into a fresh venv in $((built - start)) s"
 # Run from outside the source tree, so that `import engram` is the installed package.
