@@ -10,7 +10,7 @@ the ground up:
   1  reference/             the scalar reference, one file per spec section
   2  vectors/               the generator, verifier, random cases, comparison
   3  conformance/runner/, conformance/plugins/, conformance/testutil/
-  4  conformance/cli/, conformance/badinput/, conformance/fuzz/
+  4  conformance/cli/, conformance/badinput/, conformance/fuzz/, python/ (the Python module)
   5  cuda/, docs/, packaging/
 
 An arrow may run down or stay inside its own part; one that runs up, or
@@ -39,6 +39,7 @@ PARTS = [  # (part, floor, how an include names it)
     ("conformance/cli", 4, "conformance/cli/"),
     ("conformance/badinput", 4, "conformance/badinput/"),
     ("conformance/fuzz", 4, "conformance/fuzz/"),
+    ("python", 4, "python/"),
     ("cuda", 5, "cuda/"),
     ("docs", 5, "docs/"),
     ("packaging", 5, "packaging/"),

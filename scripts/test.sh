@@ -105,6 +105,9 @@ echo "== layers: every include runs down (base < reference < vectors < conforman
 echo "== packaging: cmake --install into a prefix and the .deb, each used by a consumer outside the tree"
 scripts/test_packaging.sh build/release
 
+echo "== python: pip install . into a fresh venv, the pytest plugin's tests and examples/python (docs/python.md)"
+scripts/test_python.sh build/release/conformance/engram
+
 echo "== CUDA: engram::cuda built (sm_90 + PTX for sm_80+), its kernel code run by the host launcher against the reference"
 if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null 2>&1; then
   # Built in the release tree (ENGRAM_CUDA=ON there, the preset cuda's architectures), so that the

@@ -95,7 +95,7 @@ void AddConformCommand(CLI::App& app) {
   cmd->add_option("--report-json", s->report_json, "Write every result as JSON here");
   cmd->add_option("--verdict-json", s->verdict_json,
                   "Write the verdict record here: versions, digests, claims, the conformance levels reached, counts, "
-                  "seed (§CONF.8; schema vectors/schema/verdict.schema.json)");
+                  "seed (§CONF.8; schema conformance/schema/verdict.schema.json)");
   cmd->add_option("--junit", s->junit, "Write JUnit XML here");
   cmd->add_option("--timeout", s->timeout, "Seconds per test (default 10)")->check(SecondsIn(0.001, 86400));
   cmd->add_option("--accumulate-timeout", s->accumulate_timeout, "Seconds per accumulated vector (default 600)")

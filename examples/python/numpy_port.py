@@ -1,0 +1,28 @@
+"""A numpy port of the Engram hash (spec/hash.md §HASH.1-§HASH.4), the kind a port author writes.
+
+Tested against every HashTest vector by test_numpy_port.py with the engram pytest plugin.
+"""
+import numpy as np
+
+
+def numpy_hash(ids, profile, vocab, pad, layers):
+    """rows[T, layers, columns] of compressed ids; layers = the vector group's layers (multipliers, primes, offsets)."""
+    x = np.asarray(ids, dtype=np.int64).reshape(-1)
+    if ((x >= vocab) | (x < (-1 if profile == "v4.1" else -2**63))).any():  # §HASH.1: v4.1 ids >= -1 (DEAD)
+        raise ValueError(f"ids: not compressed ids below {vocab}")
+    t, max_ngram, heads = len(x), len(layers[0]["multipliers"]), len(layers[0]["primes"][0])
+    tokens, blocked = [], np.zeros(t, dtype=bool)
+    for k in range(max_ngram):  # §HASH.2 slot k reads the id k positions back, the pad before the start
+        shifted = np.concatenate([np.full(min(k, t), pad, dtype=np.int64), x[:max(t - k, 0)]])
+        if profile == "v4.1":  # a DEAD id blocks its slot and every older one
+            blocked = blocked | (np.arange(t) < k) | (shifted == -1)
+        tokens.append(np.where(blocked, np.int64(pad), shifted))
+    rows = np.zeros((t, len(layers), (max_ngram - 1) * heads), dtype=np.int64)
+    with np.errstate(over="ignore"):  # §HASH.3 products wrap modulo 2^64
+        for li, layer in enumerate(layers):
+            for n in range(2, max_ngram + 1):
+                mix = np.bitwise_xor.reduce([tokens[k] * np.int64(layer["multipliers"][k]) for k in range(n)])
+                for h, p in enumerate(layer["primes"][n - 2]):  # §HASH.4 floor mod, plus the column's offset
+                    col = (n - 2) * heads + h
+                    rows[:, li, col] = mix % np.int64(p) + layer["offsets"][col]
+    return rows

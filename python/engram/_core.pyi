@@ -1,0 +1,113 @@
+"""Type stubs of engram._core, the nanobind bindings of the C++ reference (python/src/core.cc).
+
+The public API is engram (engram/__init__.py), engram.vectors and engram.pytest_plugin; each function there
+cites its spec § id.
+"""
+from typing import Any, List, Optional, Tuple
+
+import numpy as np
+import numpy.typing as npt
+
+SPEC_VERSION: str
+RANDOM_VERSION: str
+VERSION: str
+
+class Error(ValueError):
+    """§GEN.4 A refusal: the message names where (file, key, field, position) and what (the value), as the CLI
+    prints it after ``engram: error:``."""
+
+class Layout:
+    """§LAY The layout of a configuration (use engram.Layout)."""
+    def __init__(self, builtin: str, path: str, text: str, source: str, profile: str, compressed_vocab_size: int,
+                 compressed_pad: Optional[int]) -> None: ...
+    @property
+    def profile(self) -> str: ...
+    @property
+    def compressed_vocab_size(self) -> int: ...
+    @property
+    def compressed_pad(self) -> int: ...
+    @property
+    def max_ngram(self) -> int: ...
+    @property
+    def heads(self) -> int: ...
+    @property
+    def columns(self) -> int: ...
+    @property
+    def layer_ids(self) -> List[int]: ...
+    @property
+    def multipliers(self) -> List[List[int]]:
+        """§RNG.4 per layer, one per look-back slot."""
+    @property
+    def primes(self) -> List[List[List[int]]]:
+        """§LAY.2 per layer, [order index n-2][head]."""
+    @property
+    def offsets(self) -> List[List[int]]:
+        """§LAY.3 per layer, per column."""
+    @property
+    def num_embeddings(self) -> List[int]: ...
+    @property
+    def fingerprint(self) -> str: ...
+
+def hash(layout: Layout, ids: npt.NDArray[np.int64], out: Optional[npt.NDArray[np.int64]] = None) -> npt.NDArray[np.int64]:
+    """§HASH.4 rows[T, layers, columns]."""
+def trace_json(layout: Layout, ids: npt.NDArray[np.int64]) -> str: ...
+
+class HashState:
+    """§HASH.6 (use engram.HashState)."""
+    def __init__(self, layout: Layout, rollback_capacity: int = 0) -> None: ...
+    def append(self, ids: npt.NDArray[np.int64], out: Optional[npt.NDArray[np.int64]] = None) -> npt.NDArray[np.int64]: ...
+    def rollback(self, k: int) -> None: ...
+    def fork(self) -> "HashState": ...
+    @property
+    def position(self) -> int: ...
+    @property
+    def rollback_capacity(self) -> int: ...
+    def history(self) -> List[int]: ...
+    def export_json(self) -> str:
+        """§HASH.7"""
+    @staticmethod
+    def import_json(layout: Layout, history: str, rollback_capacity: int = 0) -> "HashState":
+        """§HASH.7"""
+
+def build_token_map(text: str, source: str) -> Tuple[npt.NDArray[np.int64], int]:
+    """§TOK.1-§TOK.4"""
+def decode_rows(codes: npt.NDArray[np.uint8], scales: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint16]:
+    """§STO.3"""
+def decode_e4m3(code: int) -> float:
+    """§STO.1"""
+def decode_e8m0(scale: int) -> float:
+    """§STO.2"""
+def decode_element(code: int, scale: int) -> int:
+    """§STO.3"""
+def row_shard(rows: int, rank: int, world: int) -> Tuple[int, int]:
+    """§STO.7"""
+def head_shard(columns: int, rank: int, world: int) -> Tuple[int, int]:
+    """§STO.8"""
+def owner_rank(rows: int, world: int, row: int) -> int:
+    """§STO.7"""
+def gate_v41(dot: float, precision: str) -> dict:
+    """§FUS.4"""
+def gate_demo(g: float, precision: str) -> dict:
+    """§FUS.6"""
+def fuse_v41_stream(h: npt.NDArray[np.uint16], key: npt.NDArray[np.uint16], value: npt.NDArray[np.uint16],
+                    q_weight: npt.NDArray[np.uint16], k_weight: npt.NDArray[np.uint16], eps: float, masked: bool,
+                    precision: str) -> dict:
+    """§FUS.3-§FUS.4"""
+def short_conv(value: npt.NDArray[np.float64], steps: int, params: dict, precision: str) -> dict:
+    """§FUS.7"""
+def demo_forward(e: npt.NDArray[np.float64], hidden: npt.NDArray[np.float64], steps: int, params: dict,
+                 precision: str) -> dict:
+    """§FUS.5-§FUS.7"""
+def split(type: str, test: str) -> Tuple[str, str]:
+    """§CONF.1 (inputs, expected) as JSON text."""
+def judge(suite: str, group: str, test: str, answer: str, notes: str) -> Tuple[str, str, str, bool]:
+    """§CONF.4 (status, reason, detail, trivial)."""
+def random_suites() -> List[str]:
+    """§CONF.7"""
+def random_doc(suite: str, seed: int, n: int) -> str:
+    """§CONF.7"""
+def serialize(doc: str) -> str: ...
+def write_vectors_dir(out: str, docs: List[Tuple[str, str]], schema_dir: str) -> str:
+    """§CONF.7, §VEC.9"""
+def released_set(manifest_sha256: str) -> Optional[str]:
+    """§VEC.13"""

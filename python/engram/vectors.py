@@ -1,0 +1,273 @@
+"""The golden vectors as data (spec/vectors.md), the random cases (§CONF.7) and the runner's verdict (§CONF.4).
+
+The released vectors ship inside the package (``engram/_vectors/``). ``ENGRAM_VECTORS=DIR`` points at another
+vectors directory; like ``engram conform``, a directory whose MANIFEST.sha256 is not a released set's
+(vectors/RELEASED, §VEC.13) is named "modified, not a released set" (:func:`kind`).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
+
+import numpy as np
+
+from . import _core
+from ._core import Error
+
+__all__ = ["directory", "kind", "suites", "load", "cases", "Case", "Verdict", "judge", "random_cases",
+           "random_doc", "Unsupported", "write_failures"]
+
+_PACKAGED = Path(os.path.abspath(__file__)).parent / "_vectors"
+
+
+class Unsupported(Exception):
+    """Raised by a port for a case it does not implement: the test is skipped (§CONF.2 ``unsupported``)."""
+
+
+def directory() -> Path:
+    """The vectors directory in use: ``$ENGRAM_VECTORS`` or the released set shipped in the package."""
+    env = os.environ.get("ENGRAM_VECTORS")
+    return Path(env) if env else _PACKAGED
+
+
+@functools.lru_cache(maxsize=None)
+def _manifest(dir_: str) -> Dict[str, Any]:
+    """§VEC.9 The manifest, every listed file's digest checked (as engram conform does before a run)."""
+    d = Path(dir_)
+    path = d / "MANIFEST.sha256"
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise Error(f"{path}: cannot read the manifest ({e.strerror}); ENGRAM_VECTORS must name a vectors "
+                    f"directory holding MANIFEST.sha256") from None
+    files: Dict[str, str] = {}
+    for n, line in enumerate(raw.decode("utf-8", "replace").splitlines(), 1):
+        digest, sep, rel = line.partition("  ")
+        if not sep or len(digest) != 64 or rel.startswith("/") or ".." in Path(rel).parts:
+            raise Error(f"{path}:{n}: malformed line {line!r} (expected '<64 hex digits>  <relative path>')")
+        target = (d / rel).resolve()
+        if d.resolve() not in target.parents:  # §VEC.9, as engram conform refuses it
+            raise Error(f"{path}:{n}: {rel!r} resolves outside the vectors directory (to {target}; §VEC.9: every "
+                        f"listed file lies in the directory)")
+        try:
+            data = (d / rel).read_bytes()
+        except OSError as e:
+            raise Error(f"{path}:{n}: {rel}: {e.strerror}") from None
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise Error(f"{rel} does not match MANIFEST.sha256\nrefusing to run on vectors that fail their manifest")
+        files[rel] = digest
+    sha = hashlib.sha256(raw).hexdigest()
+    return {"files": files, "sha256": sha, "released": _core.released_set(sha)}
+
+
+def kind() -> str:
+    """§VEC.13 What the cases are judged against, in the words of ``engram conform``'s verdict."""
+    m = _manifest(str(directory()))
+    r = m["released"]
+    if r is None:
+        return "modified, not a released set"
+    if r == _core.SPEC_VERSION:
+        return f"released set {r}"
+    return f"released set {r}, an earlier one (this module implements spec {_core.SPEC_VERSION})"
+
+
+def suites() -> List[str]:
+    """The suites of the vectors directory (v1/<suite>.json), sorted."""
+    m = _manifest(str(directory()))
+    return sorted(Path(rel).stem for rel in m["files"] if rel.startswith("v1/") and rel.endswith(".json"))
+
+
+@functools.lru_cache(maxsize=None)
+def _load(dir_: str, suite: str) -> Dict[str, Any]:
+    m = _manifest(dir_)
+    rel = f"v1/{suite}.json"
+    if rel not in m["files"]:
+        raise Error(f"suite {suite}: not in {dir_}/MANIFEST.sha256 (suites: {', '.join(suites())})")
+    with open(Path(dir_) / rel, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def load(suite: str) -> Dict[str, Any]:
+    """The vector file of ``suite`` as JSON (key order kept): ``testGroups`` of ``tests`` with tcId, flags, result."""
+    return _load(str(directory()), suite)
+
+
+def _plain(x: Any) -> Any:
+    """numpy values as JSON values: exact ints stay ints (§CONF.1), arrays become lists."""
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, Mapping):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if hasattr(x, "tolist") and hasattr(x, "dtype"):  # torch tensors and the like
+        return x.tolist()
+    return x
+
+
+class Verdict:
+    """§CONF.4 The runner's verdict on one answer: status pass | fail | skipped, reason and the diagnosis."""
+
+    def __init__(self, case: "Case", status: str, reason: str, detail: str, trivial: bool) -> None:
+        self.case, self.status, self.reason, self.detail, self.trivial = case, status, reason, detail, trivial
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "pass"
+
+    def __str__(self) -> str:
+        head = f"{self.case.id}: {self.status}" + (f" ({self.reason})" if self.reason else "")
+        return head + ("\n" + self.detail if self.detail else "")
+
+    __repr__ = __str__
+
+
+class Case:
+    """One test of a vector file or one random case: ``group`` (without its tests), ``test``, ``inputs`` (what a
+    port is given, §CONF.1) and ``expected`` (what it must produce). ``id`` reads ``hash_v41-tc17`` (random cases
+    ``random:hash_v41-tc3``)."""
+
+    def __init__(self, suite: str, group: Mapping[str, Any], test: Mapping[str, Any], notes: Mapping[str, Any],
+                 label: Optional[str] = None, doc: Optional[Mapping[str, Any]] = None) -> None:
+        self.suite = suite
+        self.label = label or suite
+        self.group = {k: v for k, v in group.items() if k != "tests"}
+        self.test = dict(test)
+        self.notes = notes
+        self.doc = doc
+        self.type: str = self.group.get("type", "")
+        self.tc_id: int = self.test.get("tcId", 0)
+        self.flags: List[str] = list(self.test.get("flags", []))
+        self.valid: bool = self.test.get("result") == "valid"
+        self.verdict: Optional[Verdict] = None
+        self._split: Optional[tuple] = None
+        self._layout = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.label}-tc{self.tc_id}"
+
+    def _parts(self) -> tuple:
+        if self._split is None:
+            i, e = _core.split(self.type, json.dumps(self.test))
+            self._split = (json.loads(i), json.loads(e))
+        return self._split
+
+    @property
+    def inputs(self) -> Dict[str, Any]:
+        """What a port is sent (§CONF.1): the test without its expected outputs."""
+        return self._parts()[0]
+
+    @property
+    def expected(self) -> Dict[str, Any]:
+        return self._parts()[1]
+
+    @property
+    def layout(self):
+        """The group's layout (engram.Layout), for groups that have a configuration."""
+        if self._layout is None:
+            from . import Layout
+            self._layout = Layout.from_group(self.group)
+        return self._layout
+
+    def __getitem__(self, key: str) -> Any:
+        return self.test[key] if key in self.test else self.group[key]
+
+    def judge(self, outputs: Any = None, *, refused: Optional[str] = None) -> Verdict:
+        """§CONF.4 The runner's verdict on ``outputs`` (a dict of output name -> value), or on a refusal."""
+        answer = {"refused": refused} if refused is not None else {"outputs": _plain(outputs)}
+        status, reason, detail, trivial = _core.judge(self.label, json.dumps(self.group), json.dumps(self.test),
+                                                      json.dumps(answer), json.dumps(self.notes))
+        self.verdict = Verdict(self, status, reason, detail, trivial)
+        return self.verdict
+
+    def check(self, port: Callable[["Case"], Any]) -> Verdict:
+        """Runs ``port(case)`` and asserts the runner's verdict: a valid case must return the expected outputs,
+        an invalid one (``result: invalid``) must raise. ``engram.vectors.Unsupported`` skips the case."""
+        try:
+            outputs = port(self)
+        except Unsupported as e:
+            import pytest
+            pytest.skip(f"unsupported: {e}")
+        except Exception as e:  # noqa: BLE001 - any refusal of the port counts (§CONF.2 refused)
+            v = self.judge(refused=f"{type(e).__name__}: {e}")
+        else:
+            v = self.judge(outputs)
+        if not v.ok:
+            raise AssertionError(str(v))
+        return v
+
+    def __repr__(self) -> str:
+        return f"<engram.Case {self.id} {self.type} {'valid' if self.valid else 'invalid'}>"
+
+
+def judge(case: Case, outputs: Any = None, *, refused: Optional[str] = None) -> Verdict:
+    """§CONF.4, §CONF.1, §FUS.9 The verdict of ``engram conform`` on ``outputs`` for ``case``: exact integers by
+    value, faithful bf16, the float tolerances; a failure's ``detail`` names the first differing path, expected vs
+    got, and the intermediates there."""
+    return case.judge(outputs, refused=refused)
+
+
+def cases(suite: str, type: Optional[str] = None) -> Iterator[Case]:  # noqa: A002
+    """Every test of ``suite`` (of groups of ``type`` when given), in file order."""
+    doc = load(suite)
+    notes = doc.get("notes", {})
+    for g in doc["testGroups"]:
+        if type is not None and g.get("type") != type:
+            continue
+        for t in g["tests"]:
+            yield Case(suite, g, t, notes, doc=doc)
+
+
+def random_doc(suite: str, seed: int, n: int) -> str:
+    """§CONF.7 Cases 1 ... n of ``suite`` under ``seed`` as a vector file: the bytes of
+    ``engram vectors random --suite SUITE --count N --seed S``'s v1/SUITE.json (what ``conform --random`` asks)."""
+    return _core.random_doc(suite, int(seed), int(n))
+
+
+def random_cases(suite: str, seed: int, n: int, type: Optional[str] = None) -> List[Case]:  # noqa: A002
+    """§CONF.7 The n cases ``engram conform --random n --seed seed`` draws for ``suite`` (tcId = case number)."""
+    doc = json.loads(random_doc(suite, seed, n))
+    notes = doc.get("notes", {})
+    out = []
+    for g in doc["testGroups"]:
+        if type is not None and g.get("type") != type:
+            continue
+        for t in g["tests"]:
+            out.append(Case(suite, g, t, notes, label=f"random:{suite}", doc=doc))
+    return out
+
+
+def write_failures(out_dir: str, failing: List[Case]) -> str:
+    """§CONF.7 Writes ``failing`` as a vectors directory (v1/<suite>.json, MANIFEST.sha256, schema/) that
+    ``engram conform --vectors DIR`` replays and ``engram vectors verify DIR`` accepts. Each suite's file is its
+    source file (fixed vectors or the random cases' document) with only the failing tests, one group each,
+    numbered 1, 2, ... (§VEC.2), each comment starting with the case's id (``hash_v41-tc17: ...``)."""
+    by_suite: Dict[str, List[Case]] = {}
+    for c in failing:
+        by_suite.setdefault(c.suite, []).append(c)
+    docs = []
+    for suite, cs in sorted(by_suite.items()):
+        base = next((c.doc for c in cs if c.label == suite), None) or cs[0].doc
+        doc = {k: v for k, v in base.items() if k != "testGroups"}
+        groups: List[Dict[str, Any]] = []
+        used = set()
+        for c in cs:
+            if (c.label, c.tc_id) in used:
+                continue
+            used.add((c.label, c.tc_id))
+            t = dict(c.test)
+            # §VEC.2 tcIds run 1, 2, ... in a vector file: renumbered, the comment naming the case it was.
+            t["tcId"] = len(groups) + 1
+            t["comment"] = f"{c.id}: {t.get('comment', '')}".rstrip(": ")
+            groups.append(dict(c.group, tests=[t]))
+        doc["numberOfTests"] = sum(len(g["tests"]) for g in groups)
+        doc["testGroups"] = groups
+        docs.append((suite, json.dumps(doc)))
+    return _core.write_vectors_dir(str(out_dir), docs, str(directory() / "schema"))
