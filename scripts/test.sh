@@ -96,6 +96,8 @@ cmake --build --preset release --target docs
 
 echo "== layers: every include runs down (base < reference < vectors < conformance < cuda, docs), drawing current"
 "$py" scripts/check_layers.py --check
+# No function a reader cannot hold: at most 150 lines (lizard, PyPI; CCN is not judged here)
+"$py" -m lizard -L 150 -C 1000 -w base reference vectors conformance cuda docs/snippets -x "*/build/*" -x "*/.venv/*"
 
 echo "== packaging: cmake --install into a prefix and the .deb, each used by a consumer outside the tree"
 scripts/test_packaging.sh build/release
