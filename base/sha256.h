@@ -2,7 +2,7 @@
 /// SHA-256 digests as lowercase hex (OpenSSL's EVP interface underneath).
 ///
 /// The ground floor's digest, shared by the reference (token-map and contract
-/// digests, §TOK.6 and §CON), the vectors (MANIFEST.sha256, §VEC.6; the
+/// digests, §TOK.6 and §CON), the vectors (MANIFEST.sha256, §VEC.9; the
 /// accumulated row digest, §CONF.5) and the runner (checking a manifest).
 #ifndef ENGRAM_BASE_SHA256_H_
 #define ENGRAM_BASE_SHA256_H_

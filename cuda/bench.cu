@@ -32,6 +32,7 @@
 #include "cuda/engram_cuda.h"
 #include "reference/config.h"
 #include "base/error.h"
+#include "base/splitmix64.h"
 #include "reference/layout.h"
 
 namespace {
@@ -43,11 +44,6 @@ void Check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw Error(std::string("CUDA: ") + what + ": " + cudaGetErrorString(e));
 }
 
-__device__ uint64_t Mix(uint64_t z) {  // SplitMix64's finaliser: a counter-based hash
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 // Which codes a benchmark table holds. The lookup kernel decodes a thread's 8
 // elements two at a time when all 8 codes are normal and finite (as in a real
@@ -66,7 +62,7 @@ __global__ void FillTableKernel(uint8_t* p, int64_t rows, int64_t head_dim, uint
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t k = i; k < n; k += stride) {
-    const uint64_t h = Mix(seed + static_cast<uint64_t>(k) * 0x9E3779B97F4A7C15ull);
+    const uint64_t h = engram::SplitMix64Mix(seed + static_cast<uint64_t>(k) * engram::kSplitMix64Golden);  // a counter-based hash
     if (k % row_bytes >= head_dim) {
       p[k] = static_cast<uint8_t>(110 + h % 21);
     } else if (codes == Codes::kNormal) {

@@ -73,6 +73,8 @@ class JsonKeyChecker {
   std::string Path() const;
 
  private:
+  /// \cond INTERNAL (Doxygen would list this private struct in the class summary
+  /// and link a section it does not write)
   struct Level {
     bool object = false;
     size_t index = 0;
@@ -81,6 +83,7 @@ class JsonKeyChecker {
   };
   std::string source_;
   std::vector<Level> levels_;
+  /// \endcond
 };
 
 }  // namespace engram

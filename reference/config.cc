@@ -20,7 +20,7 @@ namespace {
 
 std::string Show(const nlohmann::json& value) { return value.dump(); }
 
-// Reads an integer-valued key. JSON numbers such as 2.0 are refused: a
+// §CFG.5 Reads an integer-valued key. JSON numbers such as 2.0 are refused: a
 // configuration that writes sizes as floats is a conversion bug, not a size.
 int64_t GetInt(const nlohmann::json& obj, std::string_view source, const std::string& key,
                const std::string& prefix = "") {
@@ -42,6 +42,7 @@ double GetNumber(const nlohmann::json& obj, std::string_view source, const std::
   return v.get<double>();
 }
 
+// §CFG.5 An integer list: every element an integer that fits int64.
 std::vector<int64_t> GetIntList(const nlohmann::json& obj, std::string_view source, const std::string& key,
                                 const std::string& prefix = "") {
   const nlohmann::json& v = obj.at(key);

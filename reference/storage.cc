@@ -17,6 +17,7 @@
 
 #include "reference/bad_inputs.h"
 #include "base/error.h"
+#include "base/splitmix64.h"
 
 namespace engram {
 
@@ -331,13 +332,7 @@ std::unique_ptr<RowSource> OpenPackedRows(const std::filesystem::path& path, int
 
 namespace {
 
-constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
-
-uint64_t Mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
+constexpr uint64_t kGolden = kSplitMix64Golden;
 
 uint8_t ByteOf(uint64_t seed, int64_t row, uint64_t first_word, uint64_t index) {
   const uint64_t w = SyntheticWord(seed, row, first_word + index / 8);
@@ -410,9 +405,9 @@ void CheckRows(int64_t rows, const std::string& what) {
 
 uint64_t SyntheticWord(uint64_t seed, int64_t row, uint64_t k) {
   // §STO.5 word k of row r: the (k+1)-th SplitMix64 output from the state
-  // seed XOR (r * golden), i.e. Mix64(seed ^ (r * golden) + (k + 1) * golden), mod 2^64.
+  // seed XOR (r * golden), i.e. SplitMix64Mix(seed ^ (r * golden) + (k + 1) * golden), mod 2^64.
   const uint64_t base = seed ^ (static_cast<uint64_t>(row) * kGolden);
-  return Mix64(base + (k + 1) * kGolden);
+  return SplitMix64Mix(base + (k + 1) * kGolden);
 }
 
 bool SyntheticIsEdgeRow(uint64_t seed, int64_t row) { return (SyntheticWord(seed, row, 0) >> 61) == 0; }

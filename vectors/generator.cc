@@ -102,6 +102,8 @@ ojson GenerateSuite(const std::string& name) {
   throw Error("unknown vector suite '" + name + "'");
 }
 
+// §VEC.8 The bytes of a suite file: ordered_json::dump(1) and one trailing
+// newline, so that regenerating reproduces the committed files exactly.
 std::string Serialize(const ojson& doc) { return doc.dump(1) + "\n"; }
 
 void WriteVectorsDir(const std::filesystem::path& out, const std::vector<std::string>& names,

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "base/splitmix64.h"
 #include "vectors/suite.h"
 
 namespace engram::vectors {
@@ -21,12 +22,7 @@ CaseRng::CaseRng(uint64_t seed, const std::string& suite, int64_t index) {
   Next();
 }
 
-uint64_t CaseRng::Next() {
-  uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
+uint64_t CaseRng::Next() { return SplitMix64Mix(state_ += kSplitMix64Golden); }
 
 int64_t CaseRng::Scaled(int64_t lo, int64_t hi) {
   // 1 in 8: an end point; otherwise lo + (a number of a random bit length).

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/splitmix64.h"
 #include "reference/hash.h"
 #include "reference/layout.h"
 #include "vectors/generator.h"
@@ -28,18 +29,13 @@ using json = nlohmann::json;
 // choice of random-looking test inputs never depends on the platform.
 class InputRng {
  public:
-  explicit InputRng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
+  explicit InputRng(uint64_t seed) : state_{seed} {}
+  uint64_t Next() { return state_.Next(); }
   // Uniform-enough in [0, n) for test-input purposes (n >= 1).
   int64_t Below(int64_t n) { return static_cast<int64_t>(Next() % static_cast<uint64_t>(n)); }
 
  private:
-  uint64_t state_;
+  SplitMix64 state_;
 };
 
 // §VEC.2-§VEC.3 A suite under construction: keeps tcIds consecutive over the

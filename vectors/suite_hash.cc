@@ -3,6 +3,7 @@
 #include <limits>
 #include <functional>
 #include <map>
+#include <memory>
 
 #include "reference/config.h"
 #include "base/error.h"
@@ -127,9 +128,7 @@ ojson RunSteps(const Layout& layout, ojson steps) {
   return steps;
 }
 
-ojson GenerateHash(bool v41) {
-  const std::string suite = v41 ? "hash_v41" : "hash_demo";
-  SuiteBuilder b(suite, "hash.schema.json", "ENGRAM-HASH");
+void AddHashNotes(SuiteBuilder& b, bool v41, const std::vector<Mutant>& mutants) {
   b.Header("N-gram hashing: compressed ids -> row ids rows[position][layer][column], column = (n-2)*heads + head,");
   b.Header("offsets added. Intermediate values per position: the look-back window as read, the blocked flags,");
   b.Header("the tokens after blocking/padding, the rolling mixes per layer and order, the residues per column.");
@@ -153,7 +152,6 @@ ojson GenerateHash(bool v41) {
          "fork of a name no append has started; every step before it succeeds.",
          "§HASH.6");
   b.Note("OutOfRangeId", "INVALID_INPUT", "A compressed id >= V must be refused.", "§HASH.1");
-  const std::vector<Mutant> mutants = MutantsFor(v41 ? Profile::kV41 : Profile::kDemoV1);
   AddMutantNotes(b, mutants);
   if (v41) {
     b.Note("DeadSpan", "BASIC",
@@ -167,7 +165,9 @@ ojson GenerateHash(bool v41) {
     b.Note("ProductWrap", "EDGE_CASE",
            "A large negative id whose product with a multiplier wraps around int64, as numpy does.", "§HASH.3");
   }
+}
 
+std::vector<HashGroup> HashGroups(bool v41) {
   std::vector<HashGroup> groups;
   if (v41) {
     groups.push_back({V41ConfigJson(), "v4.1", 99092, 2, "DeepSeek-V4.1-Flash layout, V = 99092, pad 2"});
@@ -184,219 +184,250 @@ ojson GenerateHash(bool v41) {
     tiny["seed"] = 5;
     groups.push_back({tiny, "demo-v1", 12, 1, "tiny layout (bases 7, 11, two heads, V = 12, seed 5, pad 1)"});
   }
+  return groups;
+}
 
+ojson Append(const std::string& seq, const std::vector<int64_t>& ids) {
+  return ojson{{"op", "append"}, {"seq", seq}, {"ids", ids}};
+}
+
+// One configuration's tests: its layout, the mutants' layouts, and the input
+// stream every test of the configuration draws from, in order.
+struct HashGroupRun {
+  SuiteBuilder& b;
+  const HashGroup& hg;
+  bool v41;
+  const std::vector<Mutant>& mutants;
+  Layout layout;
+  std::map<Mutant, Layout> mutant_layouts;
+  InputRng rng;
+
+  HashGroupRun(SuiteBuilder& builder, const HashGroup& group, bool is_v41, const std::vector<Mutant>& ms, uint64_t seed)
+      : b(builder), hg(group), v41(is_v41), mutants(ms), layout(LayoutOf(group)), rng(seed) {
+    const int64_t config_seed =
+        ParseConfig(nlohmann::json::parse(hg.config.dump()), "config", ParseProfile(hg.profile)).seed;
+    for (Mutant m : mutants) mutant_layouts.emplace(m, MutantLayout(m, layout, config_seed));
+  }
+
+  std::vector<int64_t> RandomIds(size_t n) {
+    std::vector<int64_t> ids(n);
+    for (int64_t& id : ids) id = rng.Below(hg.v);
+    return ids;
+  }
+
+  // A HashTest: valid with its rows and trace when the reference hashes the
+  // ids, else invalid with the reference's error.
+  void Add(size_t g, const std::vector<int64_t>& ids, const std::string& comment, std::vector<std::string> flags,
+           std::vector<std::string> refs) {
+    ojson fields = {{"ids", ids}};
+    try {
+      std::vector<PositionTrace> traces = TraceSequence(layout, ids);
+      fields["result"] = "valid";
+      fields["rows"] = ojson(NestRows(layout, HashSequence(layout, ids)));
+      fields["intermediate"] = TraceJson(traces);
+      flags = WithMutantFlags(flags, mutants, [&](Mutant m) {
+        return MutantRows(m, mutant_layouts.at(m), ids) != HashSequence(layout, ids);
+      });
+    } catch (const Error& e) {
+      fields["result"] = "invalid";
+      fields["error"] = e.what();
+    }
+    b.Test(g, comment, flags, refs, fields);
+  }
+
+  // A valid HashStateTest, its steps run by the reference.
+  void AddSteps(size_t sg, const ojson& steps, const std::string& comment, std::vector<std::string> flags) {
+    ojson fields;
+    fields["result"] = "valid";
+    fields["steps"] = RunSteps(layout, steps);
+    flags = WithMutantFlags(flags, mutants, [&](Mutant m) { return StepsChange(layout, mutant_layouts.at(m), m, steps); });
+    // §VEC.12 a fork's rollback (v4.1): slots the removed ids overwrote read back as DEAD.
+    if (v41 && RollbackDeadFails(layout, fields["steps"])) {
+      if (!b.HasNote(kRollbackDeadFlag)) AddRollbackDeadNote(b);
+      flags.push_back(kRollbackDeadFlag);
+    }
+    b.Test(sg, comment, flags, {"§HASH.5", "§HASH.6"}, fields);
+  }
+};
+
+// Bucket collisions: search deterministic random pairs of windows until two
+// different full windows share a row in the same column of layer 0.
+void AddCollisionTest(HashGroupRun& r, size_t g) {
+  const int w = r.layout.max_ngram;
+  std::map<std::pair<int, int64_t>, std::vector<int64_t>> seen_rows;
+  for (int attempt = 0; attempt < 200000; ++attempt) {
+    std::vector<int64_t> ids = r.RandomIds(static_cast<size_t>(w));
+    std::vector<int64_t> rows = HashSequence(r.layout, ids);
+    const size_t last = static_cast<size_t>(w - 1) * r.layout.layers.size() * static_cast<size_t>(r.layout.columns());
+    const int col = r.layout.columns() - 1;  // the highest order, last head
+    auto key = std::make_pair(col, rows[last + static_cast<size_t>(col)]);
+    auto it = seen_rows.find(key);
+    if (it != seen_rows.end() && it->second != ids) {
+      std::vector<int64_t> both = it->second;
+      both.insert(both.end(), ids.begin(), ids.end());
+      r.Add(g, both, "two different " + std::to_string(w) + "-grams (positions " + std::to_string(w - 1) + " and " +
+                         std::to_string(2 * w - 1) + ") share row " + std::to_string(key.second) + " of column " +
+                         std::to_string(col) + " in the first layer",
+            {"BucketCollision"}, {"§HASH.4"});
+      return;
+    }
+    seen_rows.emplace(key, ids);
+  }
+  throw Error("generator: no bucket collision found for " + r.hg.comment);
+}
+
+// The HashTest group of one configuration.
+void AddHashTests(HashGroupRun& r, const ojson& params) {
+  const size_t g = r.b.Group(params);
+  const int w = r.layout.max_ngram;
+  const int64_t v = r.hg.v;
+  r.Add(g, {}, "empty sequence: no rows", {}, {"§HASH.4"});
+  r.Add(g, r.RandomIds(1), "one token: every look-back slot reads pad", {"SequenceStart"}, {"§HASH.2", "§HASH.4"});
+  r.Add(g, r.RandomIds(static_cast<size_t>(w) + 3), "sequence start, then full windows", {"SequenceStart"},
+        {"§HASH.2", "§HASH.3", "§HASH.4"});
+  r.Add(g, std::vector<int64_t>(static_cast<size_t>(w) + 1, v - 1), "every id is V - 1", {"MaxId"},
+        {"§HASH.3", "§HASH.7"});
+  r.Add(g, std::vector<int64_t>(3, r.hg.pad), "ids equal to pad: indistinguishable from the start padding",
+        {"SequenceStart"}, {"§HASH.2"});
+  if (r.v41) {
+    // DEAD spans of every length 1 .. w+1 in the middle of a sequence.
+    for (int len = 1; len <= w + 1; ++len) {
+      std::vector<int64_t> ids = r.RandomIds(static_cast<size_t>(len + 2 * w));
+      for (int k = 0; k < len; ++k) ids[static_cast<size_t>(w + k)] = kDead;
+      r.Add(g, ids, "DEAD span of length " + std::to_string(len) + " at position " + std::to_string(w),
+            {"DeadSpan", "DeadCurrent"}, {"§HASH.1", "§HASH.2"});
+    }
+    std::vector<int64_t> first_dead = r.RandomIds(static_cast<size_t>(w) + 2);
+    first_dead[0] = kDead;
+    r.Add(g, first_dead, "the first token is DEAD", {"DeadCurrent", "DeadSpan", "SequenceStart"}, {"§HASH.2"});
+    r.Add(g, std::vector<int64_t>(4, kDead), "every token DEAD: all-pad windows", {"DeadCurrent", "DeadSpan"},
+          {"§HASH.2"});
+    std::vector<int64_t> alternating = r.RandomIds(static_cast<size_t>(3 * w));
+    for (size_t t = 1; t < alternating.size(); t += 2) alternating[t] = kDead;
+    r.Add(g, alternating, "DEAD every other position: no n-gram ever spans two live ids", {"DeadSpan", "DeadCurrent"},
+          {"§HASH.2"});
+    r.Add(g, {1, 2, -2, 3}, "-2 is not a valid v4.1 compressed id", {"NegativeIdRefused"}, {"§HASH.1"});
+  } else {
+    r.Add(g, {-1, -2, 5, -3, 7}, "negative ids are hashed as they are", {"NegativeIdPassThrough"},
+          {"§HASH.1", "§HASH.4"});
+    r.Add(g, {-(int64_t{1} << 62), 3, -(int64_t{1} << 62) - 12345, 4}, "large negative ids: products wrap around int64",
+          {"NegativeIdPassThrough", "ProductWrap"}, {"§HASH.1", "§HASH.3", "§HASH.4"});
+    r.Add(g, {std::numeric_limits<int64_t>::min(), -1, 0}, "INT64_MIN", {"NegativeIdPassThrough", "ProductWrap"},
+          {"§HASH.1", "§HASH.3", "§HASH.4"});
+  }
+  r.Add(g, {0, v, 1}, "V is not a compressed id", {"OutOfRangeId"}, {"§HASH.1"});
+  for (int i = 0; i < 4; ++i) r.Add(g, r.RandomIds(24), "random sequence", {}, {"§HASH.2", "§HASH.3", "§HASH.4"});
+  AddCollisionTest(r, g);
+}
+
+// Tests added after the first released set, in groups of their own after the
+// existing ones so that no existing tcId moves (§VEC.11): a fork onto an
+// existing name, and steps that must be refused.
+void AddLaterStateTests(HashGroupRun& r, const ojson& sparams, const std::vector<int64_t>& seq,
+                        const std::vector<int64_t>& other) {
+  const size_t lg = r.b.Group(sparams);
+  auto part = [&](size_t from, size_t to) {
+    return std::vector<int64_t>(seq.begin() + static_cast<std::ptrdiff_t>(from), seq.begin() + static_cast<std::ptrdiff_t>(to));
+  };
+  {
+    const ojson steps = {Append("a", part(0, 9)), Append("b", other), {{"op", "fork"}, {"from", "a"}, {"to", "b"}},
+                         Append("b", part(9, 12)), Append("a", other)};
+    r.AddSteps(lg, steps, "fork onto the existing b: b is replaced by a copy of a, then both continue",
+               {"Fork", "ForkReplaces"});
+  }
+  // §HASH.6, §VEC.7 Steps that must be refused, after steps that
+  // succeed. The refusals are mandatory ones (not a rollback beyond the
+  // mandatory depth, which a port may refuse or accept).
+  auto add_invalid = [&](ojson steps, const std::string& comment) {
+    std::string error;
+    try {
+      RunSteps(r.layout, steps);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    if (error.empty()) throw Error("generator: the reference accepts the invalid HashStateTest '" + comment + "'");
+    ojson fields;
+    fields["steps"] = steps;
+    fields["result"] = "invalid";
+    fields["error"] = error;
+    r.b.Test(lg, comment, {"BadStep"}, {"§HASH.6"}, fields);
+  };
+  add_invalid({Append("a", part(0, 3)), {{"op", "rollback"}, {"seq", "a"}, {"k", 4}}},
+              "rollback by 4 after 3 ids: more than the position");
+  add_invalid({Append("a", part(0, 3)), {{"op", "rollback"}, {"seq", "b"}, {"k", 0}}},
+              "rollback of b, which no append has started (even by 0)");
+  add_invalid({Append("a", part(0, 3)), {{"op", "fork"}, {"from", "b"}, {"to", "c"}}},
+              "fork from b, which no append has started");
+}
+
+// The HashStateTest group of one configuration: chunked prefill, decode,
+// rollback, fork. Returns the inputs the later tests reuse.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> AddStateTests(HashGroupRun& r, const ojson& sparams) {
+  const size_t sg = r.b.Group(sparams);
+  std::vector<int64_t> seq = r.RandomIds(20);
+  if (r.v41) {
+    seq[6] = kDead;
+    seq[7] = kDead;
+  } else {
+    seq[6] = -3;
+  }
+  auto part = [&](size_t from, size_t to) { return std::vector<int64_t>(seq.begin() + static_cast<std::ptrdiff_t>(from), seq.begin() + static_cast<std::ptrdiff_t>(to)); };
+  // ojson::array, not braces: a braced list of one json is that json under
+  // clang and an array of it under GCC (the clang ASan build found this).
+  r.AddSteps(sg, ojson::array({Append("a", part(0, 20))}), "one-shot prefill (the reference for the chunked tests below)", {});
+  r.AddSteps(sg, {Append("a", part(0, 1)), Append("a", part(1, 3)), Append("a", part(3, 7)), Append("a", part(7, 8)),
+                  Append("a", part(8, 20))},
+             "chunks of 1, 2, 4, 1, 12: each chunk boundary falls inside some window", {"ChunkedPrefill"});
+  {
+    ojson steps = ojson::array({Append("a", part(0, 5))});
+    for (size_t t = 5; t < 20; ++t) steps.push_back(Append("a", part(t, t + 1)));
+    r.AddSteps(sg, steps, "prefill 5, then decode one token at a time", {"ChunkedPrefill", "Decode"});
+  }
+  r.AddSteps(sg, {Append("a", part(0, 3)), Append("a", {}), Append("a", part(3, 20))}, "an empty chunk changes nothing",
+             {"ChunkedPrefill"});
+  {
+    std::vector<int64_t> draft = r.RandomIds(4);
+    r.AddSteps(sg, {Append("a", part(0, 10)), Append("a", draft), {{"op", "rollback"}, {"seq", "a"}, {"k", 4}},
+                    Append("a", part(10, 20))},
+               "speculative draft of 4 rolled back, then the accepted continuation", {"Rollback"});
+    r.AddSteps(sg, {Append("a", part(0, 10)), Append("a", draft), {{"op", "rollback"}, {"seq", "a"}, {"k", 2}},
+                    Append("a", part(12, 20))},
+               "draft of 4, 2 accepted (rollback 2); the accepted ids differ from the real continuation", {"Rollback"});
+    r.AddSteps(sg, {Append("a", part(0, 2)), {{"op", "rollback"}, {"seq", "a"}, {"k", 2}}, Append("a", part(0, 5))},
+               "rollback to the very start", {"Rollback", "SequenceStart"});
+  }
+  std::vector<int64_t> other = r.RandomIds(6);
+  r.AddSteps(sg, {Append("a", part(0, 9)), {{"op", "fork"}, {"from", "a"}, {"to", "b"}}, Append("b", other),
+                  Append("a", part(9, 20))},
+             "fork after 9 ids: b continues differently, a is unaffected", {"Fork"});
+  r.AddSteps(sg, {Append("a", part(0, 9)), {{"op", "fork"}, {"from", "a"}, {"to", "b"}},
+                  {{"op", "rollback"}, {"seq", "b"}, {"k", 3}}, Append("b", other), Append("a", part(9, 12))},
+             "fork, roll the fork back by 3, continue both", {"Fork", "Rollback"});
+  return {seq, other};
+}
+
+ojson GenerateHash(bool v41) {
+  const std::string suite = v41 ? "hash_v41" : "hash_demo";
+  SuiteBuilder b(suite, "hash.schema.json", "ENGRAM-HASH");
+  const std::vector<Mutant> mutants = MutantsFor(v41 ? Profile::kV41 : Profile::kDemoV1);
+  AddHashNotes(b, v41, mutants);
+  const std::vector<HashGroup> groups = HashGroups(v41);
+  std::vector<std::unique_ptr<HashGroupRun>> runs;
   std::vector<std::function<void()>> later;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const HashGroup& hg = groups[gi];
-    const Layout layout = LayoutOf(hg);
-    const int64_t seed = ParseConfig(nlohmann::json::parse(hg.config.dump()), "config", ParseProfile(hg.profile)).seed;
-    std::map<Mutant, Layout> mutant_layouts;
-    for (Mutant m : mutants) mutant_layouts.emplace(m, MutantLayout(m, layout, seed));
-    const int64_t v = hg.v;
-    const int w = layout.max_ngram;
-    ojson params = {{"type", "HashTest"},           {"comment", hg.comment},
-                    {"profile", hg.profile},        {"config", hg.config},
-                    {"compressedVocabSize", hg.v},  {"compressedPad", hg.pad},
-                    {"layers", LayersJson(layout)}};
-    size_t g = b.Group(params);
-    InputRng rng(0x48415348 + gi + (v41 ? 100 : 0));
-    auto random_ids = [&](size_t n) {
-      std::vector<int64_t> ids(n);
-      for (int64_t& id : ids) id = rng.Below(v);
-      return ids;
-    };
-    auto add = [&](const std::vector<int64_t>& ids, const std::string& comment, std::vector<std::string> flags,
-                   std::vector<std::string> refs) {
-      ojson fields = {{"ids", ids}};
-      try {
-        std::vector<PositionTrace> traces = TraceSequence(layout, ids);
-        fields["result"] = "valid";
-        fields["rows"] = ojson(NestRows(layout, HashSequence(layout, ids)));
-        fields["intermediate"] = TraceJson(traces);
-        flags = WithMutantFlags(flags, mutants, [&](Mutant m) {
-          return MutantRows(m, mutant_layouts.at(m), ids) != HashSequence(layout, ids);
-        });
-      } catch (const Error& e) {
-        fields["result"] = "invalid";
-        fields["error"] = e.what();
-      }
-      b.Test(g, comment, flags, refs, fields);
-    };
-    add({}, "empty sequence: no rows", {}, {"§HASH.4"});
-    add(random_ids(1), "one token: every look-back slot reads pad", {"SequenceStart"}, {"§HASH.2", "§HASH.4"});
-    add(random_ids(static_cast<size_t>(w) + 3), "sequence start, then full windows", {"SequenceStart"},
-        {"§HASH.2", "§HASH.3", "§HASH.4"});
-    add(std::vector<int64_t>(static_cast<size_t>(w) + 1, v - 1), "every id is V - 1", {"MaxId"},
-        {"§HASH.3", "§HASH.7"});
-    add(std::vector<int64_t>(3, hg.pad), "ids equal to pad: indistinguishable from the start padding",
-        {"SequenceStart"}, {"§HASH.2"});
-    if (v41) {
-      // DEAD spans of every length 1 .. w+1 in the middle of a sequence.
-      for (int len = 1; len <= w + 1; ++len) {
-        std::vector<int64_t> ids = random_ids(static_cast<size_t>(len + 2 * w));
-        for (int k = 0; k < len; ++k) ids[static_cast<size_t>(w + k)] = kDead;
-        add(ids, "DEAD span of length " + std::to_string(len) + " at position " + std::to_string(w),
-            {"DeadSpan", "DeadCurrent"}, {"§HASH.1", "§HASH.2"});
-      }
-      std::vector<int64_t> first_dead = random_ids(static_cast<size_t>(w) + 2);
-      first_dead[0] = kDead;
-      add(first_dead, "the first token is DEAD", {"DeadCurrent", "DeadSpan", "SequenceStart"},
-          {"§HASH.2"});
-      add(std::vector<int64_t>(4, kDead), "every token DEAD: all-pad windows", {"DeadCurrent", "DeadSpan"},
-          {"§HASH.2"});
-      std::vector<int64_t> alternating = random_ids(static_cast<size_t>(3 * w));
-      for (size_t t = 1; t < alternating.size(); t += 2) alternating[t] = kDead;
-      add(alternating, "DEAD every other position: no n-gram ever spans two live ids",
-          {"DeadSpan", "DeadCurrent"}, {"§HASH.2"});
-      add({1, 2, -2, 3}, "-2 is not a valid v4.1 compressed id", {"NegativeIdRefused"}, {"§HASH.1"});
-    } else {
-      add({-1, -2, 5, -3, 7}, "negative ids are hashed as they are", {"NegativeIdPassThrough"},
-          {"§HASH.1", "§HASH.4"});
-      add({-(int64_t{1} << 62), 3, -(int64_t{1} << 62) - 12345, 4}, "large negative ids: products wrap around int64",
-          {"NegativeIdPassThrough", "ProductWrap"}, {"§HASH.1", "§HASH.3", "§HASH.4"});
-      add({std::numeric_limits<int64_t>::min(), -1, 0}, "INT64_MIN", {"NegativeIdPassThrough", "ProductWrap"},
-          {"§HASH.1", "§HASH.3", "§HASH.4"});
-    }
-    add({0, v, 1}, "V is not a compressed id", {"OutOfRangeId"}, {"§HASH.1"});
-    for (int i = 0; i < 4; ++i) add(random_ids(24), "random sequence", {}, {"§HASH.2", "§HASH.3", "§HASH.4"});
-
-    // Bucket collisions: search deterministic random pairs of windows until two
-    // different full windows share a row in the same column of layer 0.
-    {
-      std::map<std::pair<int, int64_t>, std::vector<int64_t>> seen_rows;
-      bool found = false;
-      for (int attempt = 0; attempt < 200000 && !found; ++attempt) {
-        std::vector<int64_t> ids = random_ids(static_cast<size_t>(w));
-        std::vector<int64_t> rows = HashSequence(layout, ids);
-        const size_t last = static_cast<size_t>(w - 1) * layout.layers.size() * static_cast<size_t>(layout.columns());
-        const int col = layout.columns() - 1;  // the highest order, last head
-        auto key = std::make_pair(col, rows[last + static_cast<size_t>(col)]);
-        auto it = seen_rows.find(key);
-        if (it != seen_rows.end() && it->second != ids) {
-          std::vector<int64_t> both = it->second;
-          both.insert(both.end(), ids.begin(), ids.end());
-          add(both, "two different " + std::to_string(w) + "-grams (positions " + std::to_string(w - 1) + " and " +
-                        std::to_string(2 * w - 1) + ") share row " + std::to_string(key.second) + " of column " +
-                        std::to_string(col) + " in the first layer",
-              {"BucketCollision"}, {"§HASH.4"});
-          found = true;
-        }
-        seen_rows.emplace(key, ids);
-      }
-      if (!found) throw Error("generator: no bucket collision found for " + hg.comment);
-    }
-
-    // HashStateTest: chunked prefill, decode, rollback, fork.
+    runs.push_back(std::make_unique<HashGroupRun>(b, hg, v41, mutants, 0x48415348 + gi + (v41 ? 100 : 0)));
+    HashGroupRun& r = *runs.back();
+    const ojson params = {{"type", "HashTest"},          {"comment", hg.comment},
+                          {"profile", hg.profile},       {"config", hg.config},
+                          {"compressedVocabSize", hg.v}, {"compressedPad", hg.pad},
+                          {"layers", LayersJson(r.layout)}};
+    AddHashTests(r, params);
     ojson sparams = params;
     sparams["type"] = "HashStateTest";
     sparams["rollbackCapacity"] = kStateRollbackCapacity;
-    size_t sg = b.Group(sparams);
-    auto add_steps = [&](ojson steps, const std::string& comment, std::vector<std::string> flags) {
-      ojson fields;
-      fields["result"] = "valid";
-      fields["steps"] = RunSteps(layout, steps);
-      flags = WithMutantFlags(flags, mutants, [&](Mutant m) { return StepsChange(layout, mutant_layouts.at(m), m, steps); });
-      // §VEC.12 a fork's rollback (v4.1): slots the removed ids overwrote read back as DEAD.
-      if (v41 && RollbackDeadFails(layout, fields["steps"])) {
-        if (!b.HasNote(kRollbackDeadFlag)) AddRollbackDeadNote(b);
-        flags.push_back(kRollbackDeadFlag);
-      }
-      b.Test(sg, comment, flags, {"§HASH.5", "§HASH.6"}, fields);
-    };
-    auto append = [](const std::string& seq, const std::vector<int64_t>& ids) {
-      return ojson{{"op", "append"}, {"seq", seq}, {"ids", ids}};
-    };
-    std::vector<int64_t> seq = random_ids(20);
-    if (v41) {
-      seq[6] = kDead;
-      seq[7] = kDead;
-    } else {
-      seq[6] = -3;
-    }
-    auto part = [&](size_t from, size_t to) { return std::vector<int64_t>(seq.begin() + static_cast<std::ptrdiff_t>(from), seq.begin() + static_cast<std::ptrdiff_t>(to)); };
-    // ojson::array, not braces: a braced list of one json is that json under
-    // clang and an array of it under GCC (the clang ASan build found this).
-    add_steps(ojson::array({append("a", part(0, 20))}), "one-shot prefill (the reference for the chunked tests below)", {});
-    add_steps({append("a", part(0, 1)), append("a", part(1, 3)), append("a", part(3, 7)), append("a", part(7, 8)),
-               append("a", part(8, 20))},
-              "chunks of 1, 2, 4, 1, 12: each chunk boundary falls inside some window", {"ChunkedPrefill"});
-    {
-      ojson steps = ojson::array({append("a", part(0, 5))});
-      for (size_t t = 5; t < 20; ++t) steps.push_back(append("a", part(t, t + 1)));
-      add_steps(steps, "prefill 5, then decode one token at a time", {"ChunkedPrefill", "Decode"});
-    }
-    add_steps({append("a", part(0, 3)), append("a", {}), append("a", part(3, 20))}, "an empty chunk changes nothing",
-              {"ChunkedPrefill"});
-    {
-      std::vector<int64_t> draft = random_ids(4);
-      add_steps({append("a", part(0, 10)), append("a", draft), {{"op", "rollback"}, {"seq", "a"}, {"k", 4}},
-                 append("a", part(10, 20))},
-                "speculative draft of 4 rolled back, then the accepted continuation", {"Rollback"});
-      add_steps({append("a", part(0, 10)), append("a", draft), {{"op", "rollback"}, {"seq", "a"}, {"k", 2}},
-                 append("a", part(12, 20))},
-                "draft of 4, 2 accepted (rollback 2); the accepted ids differ from the real continuation", {"Rollback"});
-      add_steps({append("a", part(0, 2)), {{"op", "rollback"}, {"seq", "a"}, {"k", 2}}, append("a", part(0, 5))},
-                "rollback to the very start", {"Rollback", "SequenceStart"});
-    }
-    {
-      std::vector<int64_t> other = random_ids(6);
-      add_steps({append("a", part(0, 9)), {{"op", "fork"}, {"from", "a"}, {"to", "b"}}, append("b", other),
-                 append("a", part(9, 20))},
-                "fork after 9 ids: b continues differently, a is unaffected", {"Fork"});
-      add_steps({append("a", part(0, 9)), {{"op", "fork"}, {"from", "a"}, {"to", "b"}},
-                 {{"op", "rollback"}, {"seq", "b"}, {"k", 3}}, append("b", other), append("a", part(9, 12))},
-                "fork, roll the fork back by 3, continue both", {"Fork", "Rollback"});
-      // Added with the fixed tests below in groups of their own after the
-      // existing ones, so that no existing tcId moves (§VEC.11).
-      later.push_back([&b, layout, sparams, seq, other, v41, mutants, mutant_layouts] {
-        const size_t lg = b.Group(sparams);
-        auto append = [](const std::string& name, const std::vector<int64_t>& ids) {
-          return ojson{{"op", "append"}, {"seq", name}, {"ids", ids}};
-        };
-        auto part = [&](size_t from, size_t to) {
-          return std::vector<int64_t>(seq.begin() + static_cast<std::ptrdiff_t>(from), seq.begin() + static_cast<std::ptrdiff_t>(to));
-        };
-        {
-          const ojson steps = {append("a", part(0, 9)), append("b", other), {{"op", "fork"}, {"from", "a"}, {"to", "b"}},
-                               append("b", part(9, 12)), append("a", other)};
-          ojson fields;
-          fields["result"] = "valid";
-          fields["steps"] = RunSteps(layout, steps);
-          std::vector<std::string> flags = WithMutantFlags({"Fork", "ForkReplaces"}, mutants, [&](Mutant m) {
-            return StepsChange(layout, mutant_layouts.at(m), m, steps);
-          });
-          if (v41 && RollbackDeadFails(layout, fields["steps"])) {
-            if (!b.HasNote(kRollbackDeadFlag)) AddRollbackDeadNote(b);
-            flags.push_back(kRollbackDeadFlag);
-          }
-          b.Test(lg, "fork onto the existing b: b is replaced by a copy of a, then both continue", flags,
-                 {"§HASH.5", "§HASH.6"}, fields);
-        }
-        // §HASH.6, §VEC.7 Steps that must be refused, after steps that
-        // succeed. The refusals are mandatory ones (not a rollback beyond the
-        // mandatory depth, which a port may refuse or accept).
-        auto add_invalid = [&](ojson steps, const std::string& comment) {
-          std::string error;
-          try {
-            RunSteps(layout, steps);
-          } catch (const Error& e) {
-            error = e.what();
-          }
-          if (error.empty()) throw Error("generator: the reference accepts the invalid HashStateTest '" + comment + "'");
-          ojson fields;
-          fields["steps"] = steps;
-          fields["result"] = "invalid";
-          fields["error"] = error;
-          b.Test(lg, comment, {"BadStep"}, {"§HASH.6"}, fields);
-        };
-        add_invalid({append("a", part(0, 3)), {{"op", "rollback"}, {"seq", "a"}, {"k", 4}}},
-                    "rollback by 4 after 3 ids: more than the position");
-        add_invalid({append("a", part(0, 3)), {{"op", "rollback"}, {"seq", "b"}, {"k", 0}}},
-                    "rollback of b, which no append has started (even by 0)");
-        add_invalid({append("a", part(0, 3)), {{"op", "fork"}, {"from", "b"}, {"to", "c"}}},
-                    "fork from b, which no append has started");
-      });
-    }
+    const auto [seq, other] = AddStateTests(r, sparams);
+    later.push_back([&r, sparams, seq, other] { AddLaterStateTests(r, sparams, seq, other); });
   }
   for (const auto& add : later) add();
   return b.Finish();

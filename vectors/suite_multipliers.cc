@@ -30,8 +30,7 @@ ojson PoolJson(uint64_t seed) {
   return {{"pool", seq.pool()}, {"generateState", seq.GenerateState64(4)}};
 }
 
-ojson GenerateMultipliers() {
-  SuiteBuilder b("multipliers", "multipliers.schema.json", "ENGRAM-MULTIPLIERS");
+void AddMultipliersNotes(SuiteBuilder& b) {
   b.Header("Hash multipliers as numpy draws them: SeedSequence -> PCG64 -> Generator.integers(dtype=int64).");
   b.Header("BoundedIntegersTest exercises every path of numpy's bounded-integer sampler directly;");
   b.Header("MultipliersTest derives the per-layer multipliers m = 2 * integers(0, bound, max_ngram) + 1.");
@@ -58,7 +57,10 @@ ojson GenerateMultipliers() {
          "A layer seed seed + 10007 * layer id that is no numpy seed: a negative seed or layer id, or a sum beyond "
          "2^64 - 1. Implementations must refuse it.",
          "§RNG.4");
+}
 
+// §RNG.1-§RNG.3 numpy's bounded-integer sampler, every path, several seeds.
+void AddBoundedTests(SuiteBuilder& b) {
   // BoundedIntegersTest: (low, high) pairs chosen per path.
   struct Range {
     int64_t low;
@@ -84,7 +86,7 @@ ojson GenerateMultipliers() {
       {std::numeric_limits<int64_t>::min(), two63, {"Raw64Path"}, "the whole int64 range"},
   };
   const std::vector<uint64_t> seeds = {0, 1, 42, 10007, 140098, 4294967301ULL, 9223372036854775807ULL};
-  size_t g = b.Group({{"type", "BoundedIntegersTest"}, {"dtype", "int64"}, {"endpoint", false}});
+  const size_t g = b.Group({{"type", "BoundedIntegersTest"}, {"dtype", "int64"}, {"endpoint", false}});
   for (const Range& r : ranges) {
     for (size_t si = 0; si < seeds.size(); si += (r.flags[0] == "ConstantPath" ? 3 : 2)) {
       uint64_t seed = seeds[si];
@@ -101,9 +103,13 @@ ojson GenerateMultipliers() {
               {"intermediate", intermediate}, {"values", values}});
     }
   }
+}
 
+// §RNG.4 The per-layer multipliers, valid cases; returns the group, which
+// AddInvalidMultipliers continues.
+size_t AddMultipliersTests(SuiteBuilder& b) {
   // MultipliersTest
-  g = b.Group({{"type", "MultipliersTest"}});
+  const size_t g = b.Group({{"type", "MultipliersTest"}});
   auto add_multipliers = [&](int64_t seed, int64_t layer_id, int64_t v, int max_ngram, std::vector<std::string> flags,
                              const std::string& comment) {
     const int64_t bound = MultiplierBound(v);
@@ -148,6 +154,11 @@ ojson GenerateMultipliers() {
     const int64_t seed = rng.Below(1000);
     add_multipliers(seed, layer, v, max_ngram, {}, "random case");
   }
+  return g;
+}
+
+// §RNG.4 Multiplier inputs to refuse: V < 1, and layer seeds that are no numpy seed.
+void AddInvalidMultipliers(SuiteBuilder& b, size_t g) {
   b.Test(g, "V = 0 must be refused", {"InvalidVocab"}, {"§RNG.4"},
          {{"seed", 0}, {"layerId", 1}, {"compressedVocabSize", 0}, {"maxNgram", 4}, {"result", "invalid"}});
   // §VEC.12 a validation gap of upstream code: both the demo and the official
@@ -201,11 +212,14 @@ ojson GenerateMultipliers() {
   bad_seed(0, -1, "a negative layer id");
   bad_seed(std::numeric_limits<int64_t>::max(), int64_t{1} << 51,
            "seed + 10007 * layer id beyond 2^64 - 1 (seed 2^63 - 1, layer id 2^51)");
+}
+
+void AddInvalidBounded(SuiteBuilder& b) {
   // §RNG.1, §RNG.3, §VEC.5 Inputs numpy refuses (ValueError), and so must a
   // port: a group of their own after the others, so that no existing tcId
   // moves (§VEC.11).
   {
-    g = b.Group({{"type", "BoundedIntegersTest"}, {"dtype", "int64"}, {"endpoint", false}});
+    const size_t g = b.Group({{"type", "BoundedIntegersTest"}, {"dtype", "int64"}, {"endpoint", false}});
     const uint64_t above = (uint64_t{1} << 63) + 1;
     auto bad = [&](ojson seed, ojson low, ojson high, ojson count, const std::string& comment) {
       ojson t = {{"seed", seed}, {"low", low}, {"high", high}, {"count", count}};
@@ -226,7 +240,14 @@ ojson GenerateMultipliers() {
     bad(-1, 0, 10, 6, "a negative seed (SeedSequence refuses it)");
     bad(1, 0, 10, -1, "count -1 (negative dimensions are not allowed)");
   }
+}
 
+ojson GenerateMultipliers() {
+  SuiteBuilder b("multipliers", "multipliers.schema.json", "ENGRAM-MULTIPLIERS");
+  AddMultipliersNotes(b);
+  AddBoundedTests(b);
+  AddInvalidMultipliers(b, AddMultipliersTests(b));
+  AddInvalidBounded(b);
   return b.Finish();
 }
 

@@ -467,47 +467,51 @@ int64_t NegZeroRow(const RowSource& s, int64_t from) {
   }
 }
 
-ojson GenerateTp() {
-  SuiteBuilder b("tp_shard", "storage.schema.json", "ENGRAM-TP-SHARD");
+// The shard bugs a row-sharded port is checked against (§VEC.12).
+constexpr ShardBug kShardBugs[] = {ShardBug::kLocalAsGlobal, ShardBug::kKeepNegZero};
+
+void AddTpNotes(SuiteBuilder& b) {
   b.Header("Tensor-parallel lookup of a real-size v4.1 table (synthetic, §STO.5). Row sharding: rank r owns rows");
   b.Header("[r*part, (r+1)*part), part = ceil(rows/world); each rank zeroes (+0) the rows it does not own and the");
   b.Header("partials are summed in bf16 (all_reduce): rows[i] is that sum. Head sharding: rank r looks up columns");
   b.Header("[r*hp, (r+1)*hp), hp = ceil(24/world), and the ranks' outputs are gathered along the head axis.");
   b.Note("ShardBoundary", "EDGE_CASE", "First and last row of every shard, row 0 and the table's last row.", "§STO.7");
   b.Note("ShortLastShard", "EDGE_CASE", "rows is not a multiple of world: the last shard is shorter.", "§STO.7");
-  const ShardBug shard_bugs[] = {ShardBug::kLocalAsGlobal, ShardBug::kKeepNegZero};
-  for (ShardBug bug : shard_bugs) AddShardBugNote(b, bug);
+  for (ShardBug bug : kShardBugs) AddShardBugNote(b, bug);
   b.Note("NegativeZeroKept", "EDGE_CASE",
          "The expected rows hold -0 elements, kept: at world 1 nothing is reduced, and head sharding gathers (adds "
          "nothing). After a row-sharded all_reduce (world >= 2) every -0 is +0.",
          "§STO.7");
   b.Note("RowOutOfRange", "INVALID_INPUT", "A row id outside [0, rows) must be refused, not masked away.", "§STO.6");
+}
 
-  auto src = SyntheticTable(kSeed, kRows, kHeadDim, false);
-  const int64_t neg_row = NegZeroRow(*src, kRows / 3);
-  auto has_neg_zero = [](const std::vector<uint16_t>& v) { return std::find(v.begin(), v.end(), 0x8000) != v.end(); };
-  // §VEC.12 computed: a shard or decode bug's flag iff a port with it gives
-  // other rows. The decode bugs change nothing here as long as the scales are
-  // 110 ... 130 (§STO.5, no edge rows: (s << 23) is exactly 2^(s-127), no
-  // subnormal product), except Block128.
-  auto computed_flags = [&](std::vector<std::string> flags, const std::vector<uint16_t>& expected,
-                            const std::function<std::vector<uint16_t>(std::optional<ShardBug>, std::optional<DecodeBug>)>& port,
-                            bool row_sharded) {
-    if (Bf16Differ(port(std::nullopt, std::nullopt), expected)) throw Error("generator: tp_shard mutant pipeline differs");
-    if (row_sharded) {
-      for (ShardBug bug : shard_bugs) {
-        if (Bf16Differ(port(bug, std::nullopt), expected)) flags.push_back(ShardBugFlag(bug));
-      }
+// A lookup pipeline with an optional planted shard bug and decode bug.
+using TpPort = std::function<std::vector<uint16_t>(std::optional<ShardBug>, std::optional<DecodeBug>)>;
+
+// §VEC.12 computed: a shard or decode bug's flag iff a port with it gives
+// other rows. The decode bugs change nothing here as long as the scales are
+// 110 ... 130 (§STO.5, no edge rows: (s << 23) is exactly 2^(s-127), no
+// subnormal product), except Block128.
+std::vector<std::string> ComputedFlags(SuiteBuilder& b, std::vector<std::string> flags,
+                                       const std::vector<uint16_t>& expected, const TpPort& port, bool row_sharded) {
+  if (Bf16Differ(port(std::nullopt, std::nullopt), expected)) throw Error("generator: tp_shard mutant pipeline differs");
+  if (row_sharded) {
+    for (ShardBug bug : kShardBugs) {
+      if (Bf16Differ(port(bug, std::nullopt), expected)) flags.push_back(ShardBugFlag(bug));
     }
-    for (DecodeBug bug : AllDecodeBugs()) {
-      if (!Bf16Differ(port(std::nullopt, bug), expected)) continue;
-      NoteDecodeBug(b, bug);
-      flags.push_back(DecodeBugFlag(bug));
-    }
-    if (has_neg_zero(expected)) flags.push_back("NegativeZeroKept");
-    std::sort(flags.begin(), flags.end());
-    return flags;
-  };
+  }
+  for (DecodeBug bug : AllDecodeBugs()) {
+    if (!Bf16Differ(port(std::nullopt, bug), expected)) continue;
+    NoteDecodeBug(b, bug);
+    flags.push_back(DecodeBugFlag(bug));
+  }
+  if (std::find(expected.begin(), expected.end(), 0x8000) != expected.end()) flags.push_back("NegativeZeroKept");
+  std::sort(flags.begin(), flags.end());
+  return flags;
+}
+
+// §STO.7 Row sharding, one group per world size.
+void AddRowShardGroups(SuiteBuilder& b, const RowSource& src, int64_t neg_row) {
   for (int world : kWorlds) {
     const int64_t part = ShardPart(kRows, world);
     size_t g = b.Group({{"type", "RowShardTest"},
@@ -524,17 +528,17 @@ ojson GenerateTp() {
       ids.push_back(s.end - 1);
     }
     auto add = [&](const std::vector<int64_t>& test_ids, const std::string& comment, std::vector<std::string> flags) {
-      const std::vector<uint16_t> whole = LookupRows(*src, test_ids);
-      const std::vector<uint16_t> reduced = Reduced(*src, test_ids, world);
-      flags = computed_flags(flags, reduced,
+      const std::vector<uint16_t> whole = LookupRows(src, test_ids);
+      const std::vector<uint16_t> reduced = Reduced(src, test_ids, world);
+      flags = ComputedFlags(b, flags, reduced,
                              [&](std::optional<ShardBug> bug, std::optional<DecodeBug> decode) {
-                               return RowShardLookupWith(bug, decode, *src, test_ids, world);
+                               return RowShardLookupWith(bug, decode, src, test_ids, world);
                              },
                              true);
       // The intermediate unsharded rows (compared when a port returns them)
       // change under a decode bug only where the rows do.
       for (DecodeBug bug : AllDecodeBugs()) {
-        if (Bf16Differ(LookupRowsWith(bug, *src, test_ids), whole) &&
+        if (Bf16Differ(LookupRowsWith(bug, src, test_ids), whole) &&
             std::find(flags.begin(), flags.end(), DecodeBugFlag(bug)) == flags.end()) {
           throw Error("generator: tp_shard: " + DecodeBugFlag(bug) + " changes only the intermediate rows");
         }
@@ -551,12 +555,16 @@ ojson GenerateTp() {
     const std::vector<int64_t> bad = {0, kRows};
     ojson fields = {{"rowIds", bad}, {"result", "invalid"}};
     try {
-      ShardLookup(*src, bad, 0, world);
+      ShardLookup(src, bad, 0, world);
     } catch (const Error& e) {
       fields["error"] = e.what();
     }
     b.Test(g, "row id = rows", {"RowOutOfRange"}, {"§STO.6", "§STO.7"}, fields);
   }
+}
+
+// §STO.8 Head sharding of one position's 24 columns, one group per world size.
+void AddHeadShardGroups(SuiteBuilder& b, const RowSource& src, int64_t neg_row) {
   for (int world : kWorlds) {
     ojson ranges = ojson::array();
     for (int r = 0; r < world; ++r) {
@@ -575,18 +583,21 @@ ojson GenerateTp() {
     for (int c = 0; c < 24; ++c) ids.push_back(rng.Below(kRows));
     ids[static_cast<size_t>(world % 24)] = neg_row;
     std::vector<std::vector<uint16_t>> parts;
-    for (int r = 0; r < world; ++r) parts.push_back(HeadShardLookup(*src, ids, 24, r, world));
+    for (int r = 0; r < world; ++r) parts.push_back(HeadShardLookup(src, ids, 24, r, world));
     const std::vector<uint16_t> gathered = GatherHeads(parts, 1, 24, world, kHeadDim);
     // A gather has no all_reduce and no local ids: only the decode bugs reach it.
     const std::vector<std::string> flags =
-        computed_flags({}, gathered,
+        ComputedFlags(b, {}, gathered,
                        [&](std::optional<ShardBug>, std::optional<DecodeBug> decode) {
-                         return HeadShardLookupWith(decode, *src, ids, 24, world);
+                         return HeadShardLookupWith(decode, src, ids, 24, world);
                        },
                        false);
     b.Test(g, "one position's 24 rows; column " + std::to_string(world % 24) + " has -0 elements (kept)", flags,
            {"§STO.6", "§STO.8"}, {{"rowIds", ids}, {"result", "valid"}, {"rows", RowsHex(gathered, kHeadDim)}});
   }
+}
+
+void AddHeadShardShapes(SuiteBuilder& b, const RowSource& src, int64_t neg_row) {
   // §STO.8 the general shape: P positions of C columns, position-major
   // (rowIds[p * C + c]), as the random cases draw them (§CONF.7): several
   // positions, column counts that the world does not divide, and more ranks
@@ -622,17 +633,27 @@ ojson GenerateTp() {
     for (int i = 0; i < sh.positions * sh.columns; ++i) ids.push_back(rng.Below(kRows));
     ids.back() = neg_row;
     std::vector<std::vector<uint16_t>> parts;
-    for (int r = 0; r < sh.world; ++r) parts.push_back(HeadShardLookup(*src, ids, sh.columns, r, sh.world));
+    for (int r = 0; r < sh.world; ++r) parts.push_back(HeadShardLookup(src, ids, sh.columns, r, sh.world));
     const std::vector<uint16_t> gathered = GatherHeads(parts, sh.positions, sh.columns, sh.world, kHeadDim);
     const std::vector<std::string> flags =
-        computed_flags({}, gathered,
+        ComputedFlags(b, {}, gathered,
                        [&](std::optional<ShardBug>, std::optional<DecodeBug> decode) {
-                         return HeadShardLookupWith(decode, *src, ids, sh.columns, sh.world);
+                         return HeadShardLookupWith(decode, src, ids, sh.columns, sh.world);
                        },
                        false);
     b.Test(g, sh.why, flags, {"§STO.6", "§STO.8"},
            {{"rowIds", ids}, {"result", "valid"}, {"rows", RowsHex(gathered, kHeadDim)}});
   }
+}
+
+ojson GenerateTp() {
+  SuiteBuilder b("tp_shard", "storage.schema.json", "ENGRAM-TP-SHARD");
+  AddTpNotes(b);
+  auto src = SyntheticTable(kSeed, kRows, kHeadDim, false);
+  const int64_t neg_row = NegZeroRow(*src, kRows / 3);
+  AddRowShardGroups(b, *src, neg_row);
+  AddHeadShardGroups(b, *src, neg_row);
+  AddHeadShardShapes(b, *src, neg_row);
   return b.Finish();
 }
 

@@ -219,8 +219,7 @@ void AddVariantFlags(std::vector<std::string>& flags, const std::string& text, c
 // §HASH.1 raw ids through the map (defined below).
 void AddLookupGroups(SuiteBuilder& b, const std::string& text, const std::string& about);
 
-ojson GenerateTokenMap() {
-  SuiteBuilder b("token_map", "token_map.schema.json", "ENGRAM-TOKEN-MAP");
+void AddTokenMapNotes(SuiteBuilder& b) {
   b.Header("Compressed token map: a Hugging Face tokenizer.json (embedded as text in each group) -> map[raw id] =");
   b.Header("compressed id, its size and the SHA-256 of the map as int32 little-endian. Intermediate values per id:");
   b.Header("the raw token string, the decoded text, whether it holds U+FFFD, the normalized text, the key and its kind.");
@@ -290,16 +289,30 @@ ojson GenerateTokenMap() {
          "A decoder other than ByteLevel (alone or as the only step of a Sequence) must be refused.", "§TOK.1");
   b.Note("MalformedTokenizer", "INVALID_INPUT", "Not JSON, or a vocab id that is not an integer.", "§TOK.1");
 
-  struct Case {
-    std::string comment;
-    std::string text;  // the tokenizer.json text
-    std::vector<std::string> flags;
-    std::vector<std::string> refs;
-    std::vector<json> extra;  // additional tests: their inputs (padId, engramCompressedVocabSize)
-    std::vector<std::vector<std::string>> extra_flags;
-  };
+}
+
+std::string DocText(const ojson& d) { return d.dump(); }
+
+struct Case {
+  std::string comment;
+  std::string text;  // the tokenizer.json text
+  std::vector<std::string> flags;
+  std::vector<std::string> refs;
+  std::vector<json> extra;  // additional tests: their inputs (padId, engramCompressedVocabSize)
+  std::vector<std::vector<std::string>> extra_flags;
+};
+
+// Invalid tokenizers.
+struct Bad {
+  std::string comment;
+  std::string text;
+  std::string flag;
+};
+
+// The valid tokenizers, each a group: the whole map, then the extra tests
+// (pad id, v4.1 size) of the same tokenizer.
+std::vector<Case> ValidCases() {
   std::vector<Case> cases;
-  auto doc_text = [](const ojson& d) { return d.dump(); };
 
   // 1. Bytes and whitespace.
   {
@@ -312,7 +325,7 @@ ojson GenerateTokenMap() {
         B("\xf0"), B("\xc3\xb0"), "\xef\xbf\xbd", B("\xef\xbf\xbd"), "\xc4\xa0\xe4\xb8\xad", B("\xcc\x81"),
         B("\xe2\x83\x9d"), B("\xff\xfe"), B("\x00"), B("\x7f")};
     cases.push_back({"bytes and whitespace: space/tab/CR/LF runs, partial UTF-8, lone marks, private-use sentinel",
-                     doc_text(TokenizerDoc(v, {})),
+                     DocText(TokenizerDoc(v, {})),
                      {"ByteLevelDecode", "PartialUtf8", "MaximalSubpart", "SpaceToken", "WhitespaceRuns",
                       "EmptyNormalization", "SharedDictionary"},
                      {"§TOK.1", "§TOK.2", "§TOK.3", "§TOK.4"},
@@ -339,7 +352,7 @@ ojson GenerateTokenMap() {
     std::vector<std::string> v;
     for (const char* t : texts) v.push_back(B(t));
     cases.push_back({"Unicode: NFKC compatibility, accents and marks (Mn, Mc, Me), case, sigma, İ, scripts, emoji",
-                     doc_text(TokenizerDoc(v, {})),
+                     DocText(TokenizerDoc(v, {})),
                      {"ByteLevelDecode", "Compatibility", "CombiningMarks", "Lowercase", "DottedCapitalI", "Scripts",
                       "EmptyNormalization"},
                      {"§TOK.2", "§TOK.3", "§TOK.4"},
@@ -359,7 +372,7 @@ ojson GenerateTokenMap() {
                                 {10, "<\xef\xbd\x9cUser\xef\xbd\x9c>", false},
                                 {11, "\xef\xbc\xa1", false},
                                 {12, "\xc3\xa9", false}};
-    added_text = doc_text(TokenizerDoc(v, added));
+    added_text = DocText(TokenizerDoc(v, added));
     cases.push_back({"added tokens, special and not: in the vocab, outside the table, made of table characters",
                      added_text,
                      {"AddedTokens", "SharedDictionary", "PartialUtf8", "SpaceToken"},
@@ -373,14 +386,14 @@ ojson GenerateTokenMap() {
     std::vector<std::string> v = {B("."), B(".."), B(" . ."), B("x n't"), B("xn't"), B("don"), B("Don"), B("'s"),
                                   B(" 's"), B("it 's"), B("it's")};
     cases.push_back({"revision A (also: texts that transformers' clean_up_tokenization would change)",
-                     doc_text(TokenizerDoc(v, {})),
+                     DocText(TokenizerDoc(v, {})),
                      {"ByteLevelDecode", "WhitespaceRuns"},
                      {"§TOK.2", "§TOK.4", "§TOK.6"},
                      {},
                      {}});
     std::swap(v[5], v[7]);  // two tokens trade ids: same size, different map
     cases.push_back({"revision B: two tokens of revision A trade ids; same compressed size, different sha256",
-                     doc_text(TokenizerDoc(v, {})),
+                     DocText(TokenizerDoc(v, {})),
                      {"WrongTokenizerRevision"},
                      {"§TOK.4", "§TOK.6"},
                      {},
@@ -388,60 +401,61 @@ ojson GenerateTokenMap() {
   }
   // 6. Decoder as a one-step Sequence.
   cases.push_back({"decoder: a Sequence whose only step is ByteLevel decodes the same",
-                   doc_text(TokenizerDoc({B("a"), B(" b"), B("\xc3")}, {},
+                   DocText(TokenizerDoc({B("a"), B(" b"), B("\xc3")}, {},
                                          {{"type", "Sequence"}, {"decoders", {{{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}}}})),
                    {"ByteLevelDecode"},
                    {"§TOK.1", "§TOK.2"},
                    {},
                    {}});
+  return cases;
+}
 
-  // Invalid tokenizers.
-  struct Bad {
-    std::string comment;
-    std::string text;
-    std::string flag;
-  };
+// Tokenizers the reference must refuse, each with its flag.
+std::vector<Bad> BadCases() {
   std::vector<Bad> bad;
   {
     ojson hole = TokenizerDoc({"a", "b", "c"}, {});
     hole["model"]["vocab"]["c"] = 3;
-    bad.push_back({"vocab ids 0, 1, 3: id 2 is a hole", doc_text(hole), "VocabHole"});
+    bad.push_back({"vocab ids 0, 1, 3: id 2 is a hole", DocText(hole), "VocabHole"});
     ojson dup = TokenizerDoc({"a", "b", "c"}, {});
     dup["model"]["vocab"]["c"] = 1;
-    bad.push_back({"vocab: two tokens with id 1 (and a hole at 2)", doc_text(dup), "DuplicateId"});
-    std::string twice = doc_text(TokenizerDoc({"a", "b"}, {}));
+    bad.push_back({"vocab: two tokens with id 1 (and a hole at 2)", DocText(dup), "DuplicateId"});
+    std::string twice = DocText(TokenizerDoc({"a", "b"}, {}));
     const std::string needle = "\"b\":1";
     twice.replace(twice.find(needle), needle.size(), "\"b\":1,\"a\":2");
     bad.push_back({"vocab: the token \"a\" appears twice (ids 0 and 2)", twice, "DuplicateId"});
     bad.push_back({"added token declares the id of another vocab token",
-                   doc_text(TokenizerDoc({"a", "b"}, {{1, "<s>", true}})), "DuplicateId"});
-    bad.push_back({"added token twice with one id", doc_text(TokenizerDoc({"a", "b"}, {{2, "<s>", true}, {2, "</s>", true}})),
+                   DocText(TokenizerDoc({"a", "b"}, {{1, "<s>", true}})), "DuplicateId"});
+    bad.push_back({"added token twice with one id", DocText(TokenizerDoc({"a", "b"}, {{2, "<s>", true}, {2, "</s>", true}})),
                    "DuplicateId"});
     bad.push_back({"added token \"a\" is vocab id 0 but declares id 2 (the HF loader gives it 0)",
-                   doc_text(TokenizerDoc({"a", "b"}, {{2, "a", true}})), "AddedIdMismatch"});
+                   DocText(TokenizerDoc({"a", "b"}, {{2, "a", true}})), "AddedIdMismatch"});
     bad.push_back({"added token declares id 3 where the next id is 2: id 2 would be a hole",
-                   doc_text(TokenizerDoc({"a", "b"}, {{3, "<s>", true}})), "VocabHole"});
-    bad.push_back({"model.type WordPiece", doc_text(TokenizerDoc({"a", "b"}, {}, {{"type", "ByteLevel"}}, "WordPiece")),
+                   DocText(TokenizerDoc({"a", "b"}, {{3, "<s>", true}})), "VocabHole"});
+    bad.push_back({"model.type WordPiece", DocText(TokenizerDoc({"a", "b"}, {}, {{"type", "ByteLevel"}}, "WordPiece")),
                    "UnsupportedModel"});
-    bad.push_back({"model.type missing", doc_text(TokenizerDoc({"a", "b"}, {}, {{"type", "ByteLevel"}}, "")),
+    bad.push_back({"model.type missing", DocText(TokenizerDoc({"a", "b"}, {}, {{"type", "ByteLevel"}}, "")),
                    "UnsupportedModel"});
-    bad.push_back({"decoder WordPiece", doc_text(TokenizerDoc({"a", "b"}, {}, {{"type", "WordPiece"}, {"prefix", "##"}, {"cleanup", true}})),
+    bad.push_back({"decoder WordPiece", DocText(TokenizerDoc({"a", "b"}, {}, {{"type", "WordPiece"}, {"prefix", "##"}, {"cleanup", true}})),
                    "UnsupportedDecoder"});
-    bad.push_back({"decoder null (tokens would be joined as they are)", doc_text(TokenizerDoc({"a", "b"}, {}, nullptr)),
+    bad.push_back({"decoder null (tokens would be joined as they are)", DocText(TokenizerDoc({"a", "b"}, {}, nullptr)),
                    "UnsupportedDecoder"});
     bad.push_back({"decoder Sequence of two ByteLevel steps (decodes twice: different text)",
-                   doc_text(TokenizerDoc({"a", "b"}, {}, {{"type", "Sequence"}, {"decoders", {{{"type", "ByteLevel"}}, {{"type", "ByteLevel"}}}}})),
+                   DocText(TokenizerDoc({"a", "b"}, {}, {{"type", "Sequence"}, {"decoders", {{{"type", "ByteLevel"}}, {{"type", "ByteLevel"}}}}})),
                    "UnsupportedDecoder"});
     ojson neg = TokenizerDoc({"a", "b"}, {});
     neg["model"]["vocab"]["b"] = -1;
-    bad.push_back({"vocab id -1", doc_text(neg), "MalformedTokenizer"});
+    bad.push_back({"vocab id -1", DocText(neg), "MalformedTokenizer"});
     ojson flt = TokenizerDoc({"a", "b"}, {});
     flt["model"]["vocab"]["b"] = 1.5;
-    bad.push_back({"vocab id 1.5", doc_text(flt), "MalformedTokenizer"});
-    std::string cut = doc_text(TokenizerDoc({"a", "b"}, {}));
+    bad.push_back({"vocab id 1.5", DocText(flt), "MalformedTokenizer"});
+    std::string cut = DocText(TokenizerDoc({"a", "b"}, {}));
     bad.push_back({"truncated JSON", cut.substr(0, cut.size() / 2), "MalformedTokenizer"});
   }
+  return bad;
+}
 
+void AddCaseGroups(SuiteBuilder& b, const std::vector<Case>& cases, const std::vector<Bad>& bad) {
   for (const Case& c : cases) {
     const size_t g = b.Group({{"type", "TokenMapTest"}, {"comment", c.comment}, {"tokenizerJson", c.text}});
     ojson fields = Expected(c.text, json::object());
@@ -468,6 +482,13 @@ ojson GenerateTokenMap() {
     if (fields["result"] != "invalid") throw Error("generator: the reference accepts the bad tokenizer: " + x.comment);
     b.Test(g, x.comment, {x.flag}, {"§TOK.1"}, fields);
   }
+}
+
+ojson GenerateTokenMap() {
+  SuiteBuilder b("token_map", "token_map.schema.json", "ENGRAM-TOKEN-MAP");
+  AddTokenMapNotes(b);
+  const std::vector<Case> cases = ValidCases();
+  AddCaseGroups(b, cases, BadCases());
   // §HASH.1 raw ids (added after the groups above, so that their tcIds stay as they were).
   b.Note("RawIdsToCompressed", "BASIC", "Raw tokenizer ids through the map (§TOK.4): the ids the hash takes.", "§HASH.1");
   b.Note("MaskToDead", "BASIC",

@@ -414,6 +414,7 @@ TEST(CliNumericOptions, RangesNameOptionValueAndBounds) {
   EXPECT_THAT(chunk.err, HasSubstr("--chunk: 16777216 positions x 48 rows x 8 bytes is more than the 1 GiB"));
 }
 
+// §VEC.8 Regenerating reproduces the committed bytes; §VEC.9 the manifest catches an edit.
 TEST(CliVectors, GenerateReproducesCommittedAndVerifyCatchesTampering) {
   const fs::path out = TempDir() / "vectors";
   fs::remove_all(out);
@@ -596,6 +597,7 @@ TEST(CliHistory, RefusesAHistoryFromAnotherLayout) {
 }
 
 // §CON: write, verify, and catch a same-size map from "another revision".
+// §CON.4 The load-time check: a stored contract verified, a changed field named.
 TEST(CliContract, WriteVerifyAndNameTheDifference) {
   const fs::path dir = TempDir();
   // Both maps are first-seen with 60 compressed ids (§TOK.5); raw id 70 joins

@@ -59,6 +59,9 @@ void AddContractCommand(CLI::App& app) {
     const std::string path = s->contract_path;
     const ojson expected = ParseOrderedJson(ReadInputFile(path, InputKind::kContract), path);
     CheckContractForm(expected, path);
+    // §CON.4 This is the load-time check a port that stores a contract makes:
+    // its parameters reproduce the layers, the map has the stored digest, and
+    // the stored contractDigest matches the content.
     // §CON.3 Without a config the contract's own parameters are re-derived
     // from the token map: that checks the map and the layout it implies.
     Inputs in = s->verify_in;

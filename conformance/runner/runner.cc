@@ -406,6 +406,8 @@ void RunContracts(Run& run) {
   for (const SuiteFile& file : run.vectors.suites) {
     if (!run.options.suites.empty() && run.options.suites.count(file.name) == 0) continue;
     for (const json& group : file.doc.value("testGroups", json::array())) {
+      // §CON.5 The reported contract's layers against the layout the vectors derive
+      // from the same configuration, once per configuration, before any test.
       if (!group.contains("layers") || !group.contains("config") || !group.contains("profile")) continue;
       const std::string key = ContractKey(group).dump();
       if (!seen.insert(key).second) continue;

@@ -39,6 +39,8 @@ using testing::HasSubstr;
 using testing::Not;
 using namespace engram::conform::test;
 
+// §CONF.5 (the accumulated digests of 10^3 and 10^5 positions) and §CONF.6 (every
+// test type's inputs sent and outputs judged) through the C ABI.
 TEST(Conform, ReferencePluginPassesEverythingItClaims) {
   const fs::path report = Dir() / "ref.json";
   const fs::path junit = Dir() / "ref.xml";
@@ -413,6 +415,7 @@ TEST(Verdict, AHangingPeerStopsTheSuiteAfterConsecutiveTimeouts) {
 
 // §CONF.4: the failing position's intermediates, and the first differing
 // intermediate before the final output; flags as what else the test guards.
+// §HASH.8 The trace locates a wrong row to its step.
 TEST(Diagnosis, FirstDifferingIntermediatePointsAtTheStep) {
   const nlohmann::ordered_json* test = nullptr;
   for (const auto& g : VectorFile("hash_v41")["testGroups"]) {
