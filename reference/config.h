@@ -59,10 +59,11 @@ struct EngramConfig {
   int64_t hc_mult = 0;               ///< hyper-connection streams
   int64_t vocab_size = 0;            ///< backbone vocab size (informative; the tokenizer length rules)
   double norm_eps = 0.0;             ///< v4.1 rms_norm_eps / norm_eps
-  /// §LAY.6 An explicit layout (non-standard, v4.1 keys engram_hash_multipliers
-  /// and engram_primes): [layer][slot] multipliers, [layer][order n-2][head]
-  /// primes. Empty: derived as §RNG.4 / §LAY.2 say.
+  /// §LAY.6 An explicit layout (non-standard, v4.1 key engram_hash_multipliers):
+  /// [layer][slot] multipliers. Empty: derived as §RNG.4 says.
   std::vector<std::vector<int64_t>> explicit_multipliers;
+  /// §LAY.6 An explicit layout (non-standard, v4.1 key engram_primes):
+  /// [layer][order n-2][head] primes. Empty: derived as §LAY.2 says.
   std::vector<std::vector<std::vector<int64_t>>> explicit_primes;
 
   /// §LAY.3 Number of n-gram orders, max_ngram - 1 (orders 2 .. max_ngram).

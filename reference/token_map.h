@@ -49,6 +49,8 @@ TokenMap ParseTokenMap(const nlohmann::json& doc, std::string_view source);
 /// §TOK.5 Reads and parses a token-map file; errors name the path (and the index and value).
 TokenMap LoadTokenMapFile(const std::filesystem::path& path);
 
+struct EngramConfig;
+
 /// §TOK.5 A map that declares no size (a test map of another port) takes V
 /// from the configuration where the configuration states it (v4.1
 /// `engram_compressed_vocab_size`), rather than its largest entry + 1: such a
@@ -56,7 +58,6 @@ TokenMap LoadTokenMapFile(const std::filesystem::path& path);
 /// naming the config key and the map's entry) a map holding an id >= that V.
 /// Returns whether V was taken from the configuration. Defined with
 /// CheckTokenMapForConfig below (it needs the configuration).
-struct EngramConfig;
 bool TakeSizeFromConfig(TokenMap& token_map, const EngramConfig& config);
 
 /// §TOK.5 The identity map of size n (compressed ids given directly).

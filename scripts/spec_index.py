@@ -47,7 +47,6 @@ WHY = {
     "§GEN.2": "section ids: a convention of the text; the index itself is its check",
     "§GEN.3": "notation: a convention of the text, nothing to compute",
     "§ERR.2": "the catalogue is a test harness: conformance/badinput/bad_input_test.cc runs its rows",
-    "§FUS.1": "the types the other §FUS rules compute with; tested through them",
 }
 
 

@@ -258,50 +258,55 @@ std::string ShapeDifference(const json& r, const json& y, const std::string& pat
   return "";
 }
 
+// §FUS.9 rule faithfulBf16: bf16 bit patterns, each a faithful rounding of
+// the float64 reference `<key>Ref64` (§FUS.9.1: of any value in
+// [<key>Low64, <key>High64] where the vector gives the interval). Returns ""
+// or a description of the first element outside it.
+std::string CompareFaithfulBf16(const std::string& key, const json& expected, const json& actual) {
+  if (!expected.contains(key + "Ref64")) return FirstDifference(expected[key], actual, key);
+  if (std::string d = ShapeDifference(expected[key], actual, key); !d.empty()) return d;
+  std::vector<json> ref, got, low, high;
+  Flatten(expected[key + "Ref64"], ref);
+  Flatten(actual, got);
+  if (got.size() != ref.size()) {
+    return key + ": expected " + std::to_string(ref.size()) + " bf16 values, got " + std::to_string(got.size());
+  }
+  // §FUS.9.1 the interval of exact values reachable from every allowed input.
+  const bool interval = expected.contains(key + "Low64") && expected.contains(key + "High64");
+  if (interval) {
+    Flatten(expected[key + "Low64"], low);
+    Flatten(expected[key + "High64"], high);
+    if (low.size() != ref.size() || high.size() != ref.size()) {
+      return key + ": the vector's " + key + "Low64 / " + key + "High64 do not have " + std::to_string(ref.size()) +
+             " values";
+    }
+  }
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const std::string path = key + "[" + std::to_string(i) + "]";
+    if (!got[i].is_number_integer() || got[i].get<int64_t>() < 0 || got[i].get<int64_t>() > 0xFFFF) {
+      return path + ": " + Short(got[i]) + " is not a bf16 bit pattern (an integer 0 .. 65535)";
+    }
+    const double r = FloatOf(ref[i], key + "Ref64");
+    const double lo = interval ? FloatOf(low[i], key + "Low64") : r, hi = interval ? FloatOf(high[i], key + "High64") : r;
+    const auto bits = static_cast<uint16_t>(got[i].get<int64_t>());
+    if (!FaithfulBf16Between(bits, lo, hi)) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%04x", bits);
+      const std::string what = lo == hi ? "the float64 value " + FloatHex(r)
+                                        : "any value in [" + FloatHex(lo) + ", " + FloatHex(hi) + "] (§FUS.9.1; float64 " +
+                                              FloatHex(r) + ")";
+      return path + ": got bf16 " + hex + " (" + FloatHex(Bf16Value(bits)) + "), not a faithful rounding of " + what +
+             " (the vector's float32 mirror gives " + MirrorBits(expected[key], i) + ")";
+    }
+  }
+  return "";
+}
+
 // §FUS.9 Judges a float output against the group's tolerance rule. Returns ""
 // or a description of the first element outside it.
 std::string CompareTolerance(const std::string& type, const json& group, const json& rule, const std::string& key,
                              const json& expected, const json& actual) {
-  if (rule.value("rule", "") == "faithfulBf16") {
-    // bf16 bit patterns, judged against the float64 reference `<key>Ref64`.
-    if (!expected.contains(key + "Ref64")) return FirstDifference(expected[key], actual, key);
-    if (std::string d = ShapeDifference(expected[key], actual, key); !d.empty()) return d;
-    std::vector<json> ref, got, low, high;
-    Flatten(expected[key + "Ref64"], ref);
-    Flatten(actual, got);
-    if (got.size() != ref.size()) {
-      return key + ": expected " + std::to_string(ref.size()) + " bf16 values, got " + std::to_string(got.size());
-    }
-    // §FUS.9.1 the interval of exact values reachable from every allowed input.
-    const bool interval = expected.contains(key + "Low64") && expected.contains(key + "High64");
-    if (interval) {
-      Flatten(expected[key + "Low64"], low);
-      Flatten(expected[key + "High64"], high);
-      if (low.size() != ref.size() || high.size() != ref.size()) {
-        return key + ": the vector's " + key + "Low64 / " + key + "High64 do not have " + std::to_string(ref.size()) +
-               " values";
-      }
-    }
-    for (size_t i = 0; i < ref.size(); ++i) {
-      const std::string path = key + "[" + std::to_string(i) + "]";
-      if (!got[i].is_number_integer() || got[i].get<int64_t>() < 0 || got[i].get<int64_t>() > 0xFFFF) {
-        return path + ": " + Short(got[i]) + " is not a bf16 bit pattern (an integer 0 .. 65535)";
-      }
-      const double r = FloatOf(ref[i], key + "Ref64");
-      const double lo = interval ? FloatOf(low[i], key + "Low64") : r, hi = interval ? FloatOf(high[i], key + "High64") : r;
-      const auto bits = static_cast<uint16_t>(got[i].get<int64_t>());
-      if (!FaithfulBf16Between(bits, lo, hi)) {
-        char hex[8];
-        std::snprintf(hex, sizeof hex, "0x%04x", bits);
-        const std::string what = lo == hi ? "the float64 value " + FloatHex(r)
-                                          : "any value in [" + FloatHex(lo) + ", " + FloatHex(hi) + "] (§FUS.9.1; float64 " +
-                                                FloatHex(r) + ")";
-        return path + ": got bf16 " + hex + " (" + FloatHex(Bf16Value(bits)) + "), not a faithful rounding of " + what +
-               " (the vector's float32 mirror gives " + MirrorBits(expected[key], i) + ")";
-      }
-    }
-    return "";
-  }
+  if (rule.value("rule", "") == "faithfulBf16") return CompareFaithfulBf16(key, expected, actual);
   if (!rule.contains("k") || !rule.contains("a") || !rule.contains("scale")) {
     return key + ": the group's tolerance rule " + Short(rule) + " is not understood";
   }

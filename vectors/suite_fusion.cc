@@ -913,8 +913,8 @@ void MakeStreamZeroOrthogonal(ojson& in, size_t dim) {
   in["kWeight"] = kw;
 }
 
-ojson GenerateGateV41() {
-  SuiteBuilder b("gate_v41", "fusion.schema.json", "ENGRAM-FUSION");
+// The notes (flags) of gate_v41.
+void GateV41Notes(SuiteBuilder& b) {
   CommonNotes(b);
   AddFusionNote(b, FusionMutant::kSignGate, false);
   AddFusionNote(b, FusionMutant::kWhereNegative, false);
@@ -943,7 +943,10 @@ ojson GenerateGateV41() {
          "(outLow64 .. outHigh64).",
          "§FUS.9");
 
-  // GateFunctionTest
+}
+
+// GateFunctionTest: the v4.1 gate as a function of dot (§FUS.4).
+void AddGateFunctionTests(SuiteBuilder& b) {
   ojson gf = {{"type", "GateFunctionTest"}, {"comment", "the v4.1 gate as a function of dot"}, {"profile", "v4.1"},
               {"tolerance", GateGroupTolerance()}};
   size_t g = b.Group(gf);
@@ -971,7 +974,10 @@ ojson GenerateGateV41() {
   };
   for (const D& d : dots) AddTest(b, g, gf, ComputeGateFunction, d.comment, d.flags, {"§FUS.4"}, {{"dot", Hex(d.dot)}});
 
-  // V41GateTest
+}
+
+// V41GateTest: the post-wkv gate on random and edge inputs (§FUS.3), dim 64, hc 4.
+void AddV41GateTests(SuiteBuilder& b) {
   const size_t dim = 64, hc = 4;
   for (double eps : {1e-20, 1e-6}) {
     ojson vg = V41GateGroup("post-wkv gate, dim 64, hc 4, eps " + FloatHex(eps), dim, hc, eps);
@@ -1036,7 +1042,10 @@ ojson GenerateGateV41() {
     }
   }
 
-  // WkvTest: plain bf16 and fp8 block-scaled
+}
+
+// WkvTest: the wkv projection, plain bf16 and fp8 block-scaled (§FUS.2).
+void AddWkvTests(SuiteBuilder& b) {
   ojson wg = {{"type", "WkvTest"},
               {"comment", "wkv projection e -> kv = [hc * dim keys | dim value], out = 40 (dim 8, hc 4), in = 64"},
               {"profile", "v4.1"},
@@ -1078,6 +1087,11 @@ ojson GenerateGateV41() {
     AddTest(b, wgi, wg, ComputeWkv, "NaN activation: refused", {"NonFiniteActivation"}, {"§FUS.2"}, in);
   }
 
+}
+
+// V41GateTests appended after the first vectors: exact cancellations (§FUS.9).
+void AddV41GateCancellationTests(SuiteBuilder& b) {
+  const size_t dim = 64, hc = 4;
   // V41GateTest, added after the first vectors (appended so that no earlier
   // tcId changes, §VEC.11): dot = +0 exactly and v[0] = -2, so out[0] of
   // stream 0 is 1 - 2 * gate: -0.0005 with copysign's gate, 0 with sign()'s
@@ -1129,6 +1143,15 @@ ojson GenerateGateV41() {
             "steps; out is judged over every gate the gate's tolerance allows",
             {"GateInOut"}, {"§FUS.3", "§FUS.9"}, in);
   }
+}
+
+ojson GenerateGateV41() {
+  SuiteBuilder b("gate_v41", "fusion.schema.json", "ENGRAM-FUSION");
+  GateV41Notes(b);
+  AddGateFunctionTests(b);
+  AddV41GateTests(b);
+  AddWkvTests(b);
+  AddV41GateCancellationTests(b);
   return b.Finish();
 }
 

@@ -6,6 +6,7 @@
 
 #include "conformance/cli/common.h"
 #include "base/error.h"
+#include "base/splitmix64.h"
 #include "reference/hash.h"
 #include "vectors/random.h"
 #include "vectors/random_stream.h"
@@ -13,13 +14,8 @@
 namespace engram::cli {
 namespace {
 
-// A counter-based generator for benchmark inputs (SplitMix64).
-uint64_t SplitMix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
+// A counter-based generator for benchmark inputs: the next SplitMix64 output.
+uint64_t NextSplitMix64(uint64_t& state) { return SplitMix64Mix(state += kSplitMix64Golden); }
 
 }  // namespace
 
@@ -64,7 +60,7 @@ void AddBenchCommand(CLI::App& app) {
     for (size_t at = 0; at < total; at += chunk) {
       const size_t n = std::min(chunk, total - at);
       for (size_t k = 0; k < n; ++k) {
-        ids[k] = static_cast<int64_t>(SplitMix64(seed) % static_cast<uint64_t>(l.layout.compressed_vocab_size));
+        ids[k] = static_cast<int64_t>(NextSplitMix64(seed) % static_cast<uint64_t>(l.layout.compressed_vocab_size));
       }
       const std::span<int64_t> out(rows.data(), n * per_id);
       const auto t0 = std::chrono::steady_clock::now();

@@ -19,6 +19,7 @@
 
 #include "conformance/cli/common.h"
 #include "base/error.h"
+#include "base/splitmix64.h"
 #include "reference/fusion.h"
 
 namespace engram::cli {
@@ -61,10 +62,7 @@ double F32(double x) { return Round(x, Precision::kFloat32); }
 
 // Small deterministic inputs: multiples of 1/64 in [-2, 2).
 double Synth(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  z ^= z >> 31;
+  const uint64_t z = SplitMix64Mix(state += kSplitMix64Golden);  // the next SplitMix64 output
   return static_cast<double>(static_cast<int64_t>(z % 256) - 128) / 64.0;
 }
 

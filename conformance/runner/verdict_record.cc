@@ -54,7 +54,8 @@ const std::vector<Level>& ConformanceLevels() {
 
 namespace {
 
-json CountsJson(const Counts& c) {
+// The record's counts: the verdict's, without the report's bookkeeping (sent, skipReasons).
+json RecordCountsJson(const Counts& c) {
   return {{"passed", c.passed}, {"failed", c.failed},   {"skipped", c.skipped}, {"expectedFail", c.expected_fail},
           {"stale", c.stale},   {"tested", c.tested},   {"trivial", c.trivial}, {"refused", c.refused}};
 }
@@ -168,9 +169,9 @@ json VerdictRecord(const Options& options, const Claims& claims, const std::vect
                    {"random", random}};
   record["ok"] = verdict.Ok();
   record["verdict"] = verdict.Line();
-  record["counts"] = CountsJson(verdict.total);
+  record["counts"] = RecordCountsJson(verdict.total);
   record["suites"] = json::object();
-  for (const auto& [suite, c] : verdict.suites) record["suites"][suite] = CountsJson(c);
+  for (const auto& [suite, c] : verdict.suites) record["suites"][suite] = RecordCountsJson(c);
   std::set<std::string> level_suites;
   for (const Level& level : ConformanceLevels()) {
     for (const LevelSuite& s : level.suites) level_suites.insert(s.suite);
