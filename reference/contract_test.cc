@@ -49,7 +49,7 @@ TEST(Contract, SpecVersionIsTheVectorsVersion_CON1) {
   const ordered_json c = BuildContract(V41FlashConfig(), V41SizedMap(), std::nullopt);
   const nlohmann::json vectors =
       ReadJsonFile(std::string(ENGRAM_SOURCE_DIR) + "/vectors/v1/layout.json", engram::InputKind::kVectorFile);
-  EXPECT_EQ(c["specVersion"], vectors.at("specVersion"));
+  EXPECT_EQ(c["specVersion"].get<std::string>(), vectors.at("specVersion").get<std::string>());
 }
 
 TEST(Contract, SameSizeDifferentMapIsCaught_CON1) {

@@ -426,8 +426,9 @@ ojson GenerateHash(bool v41) {
     ojson sparams = params;
     sparams["type"] = "HashStateTest";
     sparams["rollbackCapacity"] = kStateRollbackCapacity;
-    const auto [seq, other] = AddStateTests(r, sparams);
-    later.push_back([&r, sparams, seq, other] { AddLaterStateTests(r, sparams, seq, other); });
+    // (a pair, not a structured binding: a lambda may not capture one before C++20's P1091 in clang 15)
+    const std::pair<std::vector<int64_t>, std::vector<int64_t>> ids = AddStateTests(r, sparams);
+    later.push_back([&r, sparams, ids] { AddLaterStateTests(r, sparams, ids.first, ids.second); });
   }
   for (const auto& add : later) add();
   return b.Finish();
