@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -644,9 +645,19 @@ TEST(ChildProcessTest, KillEndsTheProcessGroup) {
     grandchild = static_cast<pid_t>(std::stol(line));
     ASSERT_EQ(::kill(grandchild, 0), 0);
   }  // the destructor kills
+  // Dead is enough: ESRCH once it is reaped, or a zombie (state Z in
+  // /proc/PID/stat) while whoever adopted it has not reaped it yet (a
+  // container's init may be slow to, under load).
+  auto dead = [](pid_t pid) {
+    if (::kill(pid, 0) != 0) return true;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const size_t paren = text.rfind(')');
+    return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z';
+  };
   bool gone = false;
-  for (int i = 0; i < 100 && !gone; ++i) {
-    gone = ::kill(grandchild, 0) != 0;  // ESRCH once it is reaped (init adopts and reaps it)
+  for (int i = 0; i < 500 && !gone; ++i) {
+    gone = dead(grandchild);
     if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_TRUE(gone) << "the shell's child " << grandchild << " outlived the kill";
