@@ -1,32 +1,18 @@
 #include "base/sha256.h"
+#include "base/hex.h"
 
 #include <openssl/evp.h>
 
 #include "base/error.h"
 
 namespace engram {
-namespace {
-
-std::string Hex(const unsigned char* digest, unsigned int len) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * len);
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(kHex[digest[i] >> 4]);
-    out.push_back(kHex[digest[i] & 15]);
-  }
-  return out;
-}
-
-}  // namespace
-
 std::string Sha256Hex(std::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   if (EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr) != 1) {
     throw Error("SHA-256 failed (OpenSSL EVP_Digest)");
   }
-  return Hex(digest, len);
+  return HexOfBytes(std::span<const uint8_t>(digest, len));
 }
 
 struct Sha256::Ctx {
@@ -58,7 +44,7 @@ std::string Sha256::HexDigest() {
   EVP_MD_CTX_free(ctx_->md);
   ctx_->md = nullptr;
   if (ok != 1) throw Error("SHA-256 final failed (OpenSSL EVP_DigestFinal_ex)");
-  return Hex(digest, len);
+  return HexOfBytes(std::span<const uint8_t>(digest, len));
 }
 
 }  // namespace engram

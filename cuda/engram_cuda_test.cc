@@ -32,6 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cuda/engram_cuda.h"
+#include "base/hex.h"
 #include "cuda/engram_kernels.h"
 #include "cuda/test_failcase.h"
 #include "cuda/test_random.h"
@@ -477,8 +478,8 @@ void LookupFailCase(const std::string& property, const DrawnTable& t, const Ids&
                                  {"flags", {"CudaMismatch"}},
                                  {"specRef", {"§STO.3", "§STO.6", "§STO.7"}},
                                  {"rowIds", ids},
-                                 {"expected", Bf16Hex(expected)},
-                                 {"got", Bf16Hex(got)}};
+                                 {"expected", HexOfU16(expected)},
+                                 {"got", HexOfU16(got)}};
   for (auto& [k, v] : extra.items()) test[k] = v;
   WriteFailCase(property,
                 {{"type", "CudaLookup"}, {"table", {{"synthetic", true}, {"seed", t.seed}, {"rows", t.table->rows()},
@@ -627,13 +628,13 @@ void FusionV41MatchesMirror(const std::string& property) {
                       SameFloat(fusion.gates()[t * shc + c], ref.gate);
       if (!ok) {
         WriteFailCase(property, {{"type", "CudaFusionV41"}, {"hc", hc}, {"dim", dim}, {"eps", FloatHex(eps)},
-                                 {"qWeight", Bf16Hex(qw)}, {"kWeight", Bf16Hex(kw)}},
+                                 {"qWeight", HexOfU16(qw)}, {"kWeight", HexOfU16(kw)}},
                       {{"comment", "token " + std::to_string(t) + " stream " + std::to_string(c) + " differs from the float32 mirror"},
                        {"flags", {"CudaMismatch"}}, {"specRef", {"§FUS.3", "§FUS.4", "§FUS.8"}},
-                       {"x", Bf16Hex(x)}, {"key", Bf16Hex(key)}, {"value", Bf16Hex(value)}, {"live", live},
+                       {"x", HexOfU16(x)}, {"key", HexOfU16(key)}, {"value", HexOfU16(value)}, {"live", live},
                        {"expectedDot", FloatHex(ref.dot)}, {"gotDot", FloatHex(fusion.dots()[t * shc + c])},
                        {"expectedGate", FloatHex(ref.gate)}, {"gotGate", FloatHex(fusion.gates()[t * shc + c])},
-                       {"expectedOut", Bf16Hex(ref.out_bf16)}, {"gotOut", Bf16Hex(got)}});
+                       {"expectedOut", HexOfU16(ref.out_bf16)}, {"gotOut", HexOfU16(got)}});
         RC_FAIL("fusion differs from FuseV41Stream(float32) at token " + std::to_string(t) + " stream " + std::to_string(c));
       }
     }

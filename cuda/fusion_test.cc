@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cuda/engram_cuda.h"
+#include "base/hex.h"
 #include "cuda/fusion.h"
 #include "cuda/test_failcase.h"
 #include "cuda/test_random.h"
@@ -72,11 +73,7 @@ uint32_t Bits(float f) {
 
 std::string Hex(double x) { return FloatHex(x); }
 
-std::string Bf16HexOf(uint16_t b) {
-  char t[8];
-  std::snprintf(t, sizeof t, "%04x", static_cast<unsigned>(b));
-  return t;
-}
+std::string Bf16HexOf(uint16_t b) { return HexOfU16(std::span(&b, 1)); }
 
 // got (float32) has the bits of the mirror's value (a float32 held in a double).
 bool SameBits(float got, double mirror) {
@@ -121,11 +118,7 @@ ojson HexFloats(std::span<const float> v) {
 
 ojson HexBf16s(std::span<const uint16_t> v) {
   ojson a = ojson::array();
-  for (uint16_t b : v) {
-    char t[8];
-    std::snprintf(t, sizeof t, "%04x", static_cast<unsigned>(b));
-    a.push_back(t);
-  }
+  for (uint16_t b : v) a.push_back(Bf16HexOf(b));
   return a;
 }
 

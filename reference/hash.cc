@@ -1,5 +1,6 @@
 // spec/hash.md — n-gram hashing with per-sequence state.
 #include "reference/hash.h"
+#include "base/hex.h"
 
 #include <algorithm>
 #include <limits>
@@ -300,18 +301,12 @@ uint64_t GetLe(std::string_view in, size_t at, int bytes) {
   return v;
 }
 
-std::string HexToBytes(const std::string& hex, std::string_view what) {
+// §HASH.9 The 32 bytes of a layout fingerprint (64 lower-case hex digits).
+std::string FingerprintBytes(const std::string& hex, std::string_view what) {
+  const std::optional<std::string> bytes = BytesOfHex(hex);
   if (hex.size() != 64) throw Error(std::string(what) + ": layoutFingerprint must be 64 hex digits, got '" + hex + "'");
-  std::string out;
-  for (size_t i = 0; i < 64; i += 2) {
-    auto nibble = [&](char c) -> int {
-      if (c >= '0' && c <= '9') return c - '0';
-      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-      throw Error(std::string(what) + ": layoutFingerprint '" + hex + "' is not lower-case hex");
-    };
-    out.push_back(static_cast<char>(nibble(hex[i]) * 16 + nibble(hex[i + 1])));
-  }
-  return out;
+  if (!bytes) throw Error(std::string(what) + ": layoutFingerprint '" + hex + "' is not lower-case hex");
+  return *bytes;
 }
 
 }  // namespace
@@ -321,7 +316,7 @@ std::string HexToBytes(const std::string& hex, std::string_view what) {
 std::string EncodeHistoryBinary(const HashHistory& history) {
   std::string out(kHistoryMagic, sizeof(kHistoryMagic));
   PutLe(out, kHistoryVersion, 4);
-  out += HexToBytes(history.layout_fingerprint, "history");
+  out += FingerprintBytes(history.layout_fingerprint, "history");
   PutLe(out, static_cast<uint64_t>(history.position), 8);
   PutLe(out, history.ids.size(), 4);
   for (int64_t id : history.ids) PutLe(out, static_cast<uint64_t>(id), 8);
@@ -335,12 +330,7 @@ HashHistory DecodeHistoryBinary(std::string_view bytes, std::string_view source)
   const uint64_t version = GetLe(bytes, 8, 4);
   if (version != kHistoryVersion) throw Error(where + ": history format version " + std::to_string(version) + " is not supported (expected 1)");
   HashHistory h;
-  static const char* kHex = "0123456789abcdef";
-  for (size_t i = 12; i < 44; ++i) {
-    const unsigned char b = static_cast<unsigned char>(bytes[i]);
-    h.layout_fingerprint.push_back(kHex[b >> 4]);
-    h.layout_fingerprint.push_back(kHex[b & 15]);
-  }
+  h.layout_fingerprint = HexOfBytes(bytes.substr(12, 32));
   h.position = static_cast<int64_t>(GetLe(bytes, 44, 8));
   const uint64_t count = GetLe(bytes, 52, 4);
   if (bytes.size() != 56 + 8 * count) {
@@ -376,7 +366,7 @@ HashHistory HistoryFromJson(const nlohmann::json& doc, std::string_view source) 
     throw Error(where + ": key 'layoutFingerprint': expected a 64-digit hex string");
   }
   h.layout_fingerprint = doc["layoutFingerprint"].get<std::string>();
-  HexToBytes(h.layout_fingerprint, where);  // validates the form
+  FingerprintBytes(h.layout_fingerprint, where);  // validates the form
   return h;
 }
 

@@ -571,28 +571,4 @@ std::vector<uint16_t> GatherHeads(const std::vector<std::vector<uint16_t>>& part
   return out;
 }
 
-// ---------------------------------------------------------------------------
-// hex
-
-std::string BytesHex(std::span<const uint8_t> bytes) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string s;
-  s.reserve(bytes.size() * 2);
-  for (uint8_t b : bytes) {
-    s += kDigits[b >> 4];
-    s += kDigits[b & 15];
-  }
-  return s;
-}
-
-std::string Bf16Hex(std::span<const uint16_t> values) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string s;
-  s.reserve(values.size() * 4);
-  for (uint16_t v : values) {
-    for (int shift = 12; shift >= 0; shift -= 4) s += kDigits[(v >> shift) & 15];
-  }
-  return s;
-}
-
 }  // namespace engram

@@ -136,12 +136,6 @@ std::unique_ptr<FloatRowSource> SyntheticFloatTable(uint64_t seed, int64_t rows,
 /// §STO.10 row ids -> float rows, out[i * width + j]; ids must be in [0, rows).
 std::vector<float> LookupFloatRows(const FloatRowSource& table, std::span<const int64_t> row_ids);
 
-/// §STO.11 Hex helpers for vectors and the CLI: bytes as 2 lower-case hex digits each;
-/// bf16 values as 4 lower-case hex digits each, element 0 first.
-std::string BytesHex(std::span<const uint8_t> bytes);
-/// bf16 bit patterns as 4 lower-case hex digits each (§STO.11).
-std::string Bf16Hex(std::span<const uint16_t> values);
-
 }  // namespace engram
 
 #endif  // ENGRAM_REFERENCE_STORAGE_H_

@@ -7,6 +7,7 @@
 // of conformance/crosscheck/numpy_storage.py, or stated as laws (sharded ==
 // unsharded, partitions, determinism).
 #include "reference/storage.h"
+#include "base/hex.h"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
@@ -668,9 +669,9 @@ TEST(NumpyStorageCrosscheck, PythonWrittenTablesIfPresent) {
     for (int64_t r = 0; r < src->rows(); ++r) {
       const nlohmann::json& want = t["row_bytes"][static_cast<size_t>(r)];
       const RowBytes b = src->Row(r);
-      ASSERT_EQ(BytesHex(b.codes), want["codes"].get<std::string>()) << src->name() << " row " << r;
-      ASSERT_EQ(BytesHex(b.scales), want["scales"].get<std::string>()) << src->name() << " row " << r;
-      ASSERT_EQ(Bf16Hex(DecodeRow(b)), want["bf16"].get<std::string>()) << src->name() << " row " << r;
+      ASSERT_EQ(HexOfBytes(b.codes), want["codes"].get<std::string>()) << src->name() << " row " << r;
+      ASSERT_EQ(HexOfBytes(b.scales), want["scales"].get<std::string>()) << src->name() << " row " << r;
+      ASSERT_EQ(HexOfU16(DecodeRow(b)), want["bf16"].get<std::string>()) << src->name() << " row " << r;
       ++n;
     }
   }

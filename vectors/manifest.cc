@@ -1,6 +1,7 @@
 // spec/vectors.md §VEC.9 — MANIFEST.sha256 and the files it lists; §VEC.13
 // released sets.
 #include "vectors/manifest.h"
+#include "base/hex.h"
 
 #include <sys/stat.h>
 
@@ -32,9 +33,7 @@ bool LeavesTheDirectory(const std::string& rel) {
   return false;
 }
 
-bool IsLowerHex(const std::string& s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
+bool IsLowerHex(const std::string& s) { return BytesOfHex(s).has_value(); }
 
 // `inner` is `outer` or below it (both canonical).
 bool IsWithin(const fs::path& outer, const fs::path& inner) {

@@ -33,6 +33,7 @@
 #include <limits>
 
 #include "base/error.h"
+#include "base/hex.h"
 #include "reference/config.h"
 #include "reference/hash.h"
 #include "reference/layout.h"
@@ -104,10 +105,7 @@ ojson DrawHandoff(uint64_t seed, int64_t index) {
     r["at"] = rng.Below(max_ngram);
     r["excess"] = rng.Chance(1, 2) ? 0 : rng.Scaled(0, kInt64Max);
     std::string fingerprint;
-    for (int i = 0; i < 4; ++i) {
-      const uint64_t word = rng.Next();
-      for (int k = 60; k >= 0; k -= 4) fingerprint.push_back("0123456789abcdef"[(word >> k) & 15]);
-    }
+    for (int i = 0; i < 4; ++i) fingerprint += HexOfU64(rng.Next());
     r["fingerprint"] = fingerprint;
     r["ids"] = DrawIds(rng, v41, v, pad, max_ngram, rng.Scaled(0, 12));
     return r;

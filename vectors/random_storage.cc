@@ -16,6 +16,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "base/hex.h"
 #include "reference/storage.h"
 #include "vectors/random.h"
 #include "vectors/suite_storage.h"
@@ -177,8 +178,8 @@ RandomCase BuildLookup(const ojson& r) {
     ojson codes = ojson::array(), scales = ojson::array(), kinds = ojson::array();
     for (int64_t id : ids) {
       const RowBytes row = src->Row(id);
-      codes.push_back(BytesHex(row.codes));
-      scales.push_back(BytesHex(row.scales));
+      codes.push_back(HexOfBytes(row.codes));
+      scales.push_back(HexOfBytes(row.scales));
       kinds.push_back(t["edgeRows"].get<bool>() && SyntheticIsEdgeRow(t["seed"].get<uint64_t>(), id));
     }
     c.test["result"] = "valid";

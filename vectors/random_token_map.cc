@@ -55,6 +55,7 @@
 #include <span>
 
 #include "base/error.h"
+#include "base/hex.h"
 #include "reference/config.h"
 #include "reference/hash.h"
 #include "reference/storage.h"
@@ -70,15 +71,13 @@ constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
 // ------------------------------------------------------------------ bytes and hex
 
-std::string ToHex(const std::string& bytes) {
-  return BytesHex(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
-}
-
-std::string FromHex(std::string_view hex) {
-  std::string out;
-  auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<char>(nibble(hex[i]) * 16 + nibble(hex[i + 1])));
-  return out;
+// A recipe spells token bytes in hex ("r:" or "b:" then the digits); a recipe
+// read back (engram report merge rebuilds shards' failing cases) must be one
+// the generator wrote.
+std::string RecipeBytes(std::string_view hex) {
+  const std::optional<std::string> bytes = BytesOfHex(hex);
+  if (!bytes) throw Error("token_map recipe: '" + std::string(hex) + "' is not lower-case hex bytes");
+  return *bytes;
 }
 
 void PutUtf8(std::string& out, UChar32 c) {
@@ -249,11 +248,11 @@ ojson DrawAdded(CaseRng& rng, const ojson& vocab) {
       const std::string bar = rng.Chance(1, 2) ? "|" : "\xEF\xBD\x9C";  // | or U+FF5C
       std::string name;
       for (int64_t k = rng.In(1, 6); k > 0; --k) name.push_back(static_cast<char>(rng.In('a', 'z')));
-      a["content"] = "r:" + ToHex("<" + bar + name + bar + ">");
+      a["content"] = "r:" + HexOfBytes("<" + bar + name + bar + ">");
     } else if (kind == 1) {
-      a["content"] = "b:" + ToHex(DrawText(rng, false));
+      a["content"] = "b:" + HexOfBytes(DrawText(rng, false));
     } else if (kind == 2) {
-      a["content"] = "r:" + ToHex(DrawText(rng, true));
+      a["content"] = "r:" + HexOfBytes(DrawText(rng, true));
     } else {
       a["content"] = vocab[static_cast<size_t>(rng.Below(static_cast<int64_t>(vocab.size())))];
     }
@@ -269,14 +268,14 @@ ojson DrawVocab(CaseRng& rng) {
   const int64_t n = rng.Scaled(1, 48);
   for (int64_t i = 0; i < n; ++i) {
     if (rng.Chance(1, 16)) {
-      vocab.push_back("r:" + ToHex(DrawText(rng, true)));
+      vocab.push_back("r:" + HexOfBytes(DrawText(rng, true)));
       continue;
     }
     std::string b = !bytes.empty() && rng.Chance(1, 4)
                         ? Variant(rng, bytes[static_cast<size_t>(rng.Below(static_cast<int64_t>(bytes.size())))])
                         : DrawText(rng, false);
     bytes.push_back(b);
-    vocab.push_back("b:" + ToHex(b));
+    vocab.push_back("b:" + HexOfBytes(b));
   }
   return vocab;
 }
@@ -311,7 +310,7 @@ ojson DrawTokenMapCase(uint64_t seed, int64_t index) {
       r["break"] = breaks[rng.Below(4)];
       if (r["break"] != "vocabHole" && r["break"] != "duplicateVocabId") {  // an added token to break
         ojson a = ojson::object();
-        a["content"] = "r:" + ToHex("<|brk|>");  // '<', '|' and '>' are in no drawn piece: not in the vocab
+        a["content"] = "r:" + HexOfBytes("<|brk|>");  // '<', '|' and '>' are in no drawn piece: not in the vocab
         a["special"] = true;
         r["added"].push_back(a);
       }
@@ -355,7 +354,7 @@ ojson DrawTokenMapCase(uint64_t seed, int64_t index) {
 
 // The vocab entry or added content a token spec denotes.
 std::string TokenString(const std::string& spec) {
-  const std::string bytes = FromHex(std::string_view(spec).substr(2));
+  const std::string bytes = RecipeBytes(std::string_view(spec).substr(2));
   return spec[0] == 'b' ? ByteLevelToken(bytes) : bytes;
 }
 
@@ -373,7 +372,7 @@ Built BuildDoc(const ojson& r, ojson& recipe_out) {
     if (s.empty() || !seen.insert(s).second) continue;
     vocab.push_back(s);
     used_vocab.push_back(spec);
-    const std::string raw = FromHex(spec.get<std::string>().substr(2));
+    const std::string raw = RecipeBytes(spec.get<std::string>().substr(2));
     b.bytes += static_cast<int64_t>(raw.size());
     for (unsigned char c : raw) b.non_ascii += c >= 0x80 ? 1 : 0;
   }

@@ -1,6 +1,7 @@
 // spec/hash.md §HASH.9 — suite `hash_state`: histories handed between
 // instances and micro-batches (generator and verifier).
 #include "vectors/suite_hash_state.h"
+#include "base/hex.h"
 
 #include <algorithm>
 #include <functional>
@@ -16,21 +17,11 @@
 namespace engram::vectors {
 namespace {
 
-std::string Hex(const std::string& bytes) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 15]);
-  }
-  return out;
-}
-
+// §HASH.9 A vector's historyInBinary (hex of the binary form).
 std::string Unhex(const std::string& hex) {
-  if (hex.size() % 2 != 0) throw Error("historyInBinary: odd number of hex digits");
-  std::string bytes;
-  for (size_t i = 0; i < hex.size(); i += 2) bytes.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-  return bytes;
+  const std::optional<std::string> bytes = BytesOfHex(hex);
+  if (!bytes) throw Error("historyInBinary: not lower-case hex bytes");
+  return *bytes;
 }
 
 std::vector<int64_t> Slice(const std::vector<int64_t>& v, size_t from, size_t to) {
@@ -39,7 +30,7 @@ std::vector<int64_t> Slice(const std::vector<int64_t>& v, size_t from, size_t to
 
 }  // namespace
 
-std::string HistoryBinaryHex(const HashHistory& h) { return Hex(EncodeHistoryBinary(h)); }
+std::string HistoryBinaryHex(const HashHistory& h) { return HexOfBytes(EncodeHistoryBinary(h)); }
 
 ojson HistoryJson(const HashHistory& h) { return {{"position", h.position}, {"history", h.ids}}; }
 

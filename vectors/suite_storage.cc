@@ -9,6 +9,7 @@
 #include <set>
 
 #include "reference/config.h"
+#include "base/hex.h"
 #include "base/error.h"
 #include "reference/layout.h"
 #include "reference/storage.h"
@@ -27,9 +28,7 @@ const int kWorlds[] = {1, 2, 3, 4, 7, 8, 16, 64};
 std::string F32Hex(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
-  char buf[9];
-  std::snprintf(buf, sizeof buf, "%08x", u);
-  return buf;
+  return HexOfU32(u);
 }
 
 std::string F32RowHex(const std::vector<float>& v) {
@@ -124,7 +123,7 @@ ojson GenerateFp8() {
     char comment[64];
     std::snprintf(comment, sizeof comment, "scale 0x%02x (2^%d)", s, s - 127);
     b.Test(gp, s == 0xFF ? "scale 0xff (NaN)" : comment, flags, {"§STO.1", "§STO.2", "§STO.3"},
-           {{"scale", s}, {"result", "valid"}, {"bf16", Bf16Hex(out)}});
+           {{"scale", s}, {"result", "valid"}, {"bf16", HexOfU16(out)}});
   }
   return b.Finish();
 }
@@ -145,7 +144,7 @@ void CheckElement(Checker& c, const json&, const json& t) {
   const int s = t.at("scale").get<int>();
   std::vector<uint16_t> out(256);
   for (int k = 0; k < 256; ++k) out[static_cast<size_t>(k)] = DecodeElement(static_cast<uint8_t>(k), static_cast<uint8_t>(s));
-  c.Expect(t, "bf16", Bf16Hex(out));
+  c.Expect(t, "bf16", HexOfU16(out));
 }
 
 // ---------------------------------------------------------------------------
@@ -193,12 +192,12 @@ ojson RowBytesJson(const RowSource& src, const std::vector<int64_t>& ids, const 
     if (layout == "packed") {
       std::vector<uint8_t> packed = r.codes;
       packed.insert(packed.end(), r.scales.begin(), r.scales.end());
-      out.push_back({{"offset", id * (d + ns)}, {"packed", BytesHex(packed)}});
+      out.push_back({{"offset", id * (d + ns)}, {"packed", HexOfBytes(packed)}});
     } else {
       out.push_back({{"codesOffset", data_at + id * d},
                      {"scalesOffset", data_at + src.rows() * d + id * ns},
-                     {"codes", BytesHex(r.codes)},
-                     {"scales", BytesHex(r.scales)}});
+                     {"codes", HexOfBytes(r.codes)},
+                     {"scales", HexOfBytes(r.scales)}});
     }
   }
   return out;
@@ -242,7 +241,7 @@ ojson GenerateLookup() {
   };
   auto rows_hex = [](const RowSource& s, const std::vector<int64_t>& ids) {
     ojson out = ojson::array();
-    for (int64_t id : ids) out.push_back(Bf16Hex(DecodeRow(s.Row(id))));
+    for (int64_t id : ids) out.push_back(HexOfU16(DecodeRow(s.Row(id))));
     return out;
   };
 
@@ -258,8 +257,8 @@ ojson GenerateLookup() {
       ojson codes = ojson::array(), scales = ojson::array(), kinds = ojson::array();
       for (int64_t id : ids) {
         const RowBytes r = s.Row(id);
-        codes.push_back(BytesHex(r.codes));
-        scales.push_back(BytesHex(r.scales));
+        codes.push_back(HexOfBytes(r.codes));
+        scales.push_back(HexOfBytes(r.scales));
         kinds.push_back(with_edges && SyntheticIsEdgeRow(kSeed, id));
       }
       b.Test(g, comment, flags, {"§STO.3", "§STO.5", "§STO.6"},
@@ -356,10 +355,10 @@ void CheckSyntheticLookup(Checker& c, const json& g, const json& t) {
     json rows = json::array(), codes = json::array(), scales = json::array(), kinds = json::array();
     const size_t d = static_cast<size_t>(src->head_dim());
     for (size_t i = 0; i < ids.size(); ++i) {
-      rows.push_back(Bf16Hex(std::span<const uint16_t>(v.data() + i * d, d)));
+      rows.push_back(HexOfU16(std::span<const uint16_t>(v.data() + i * d, d)));
       const RowBytes r = src->Row(ids[i]);
-      codes.push_back(BytesHex(r.codes));
-      scales.push_back(BytesHex(r.scales));
+      codes.push_back(HexOfBytes(r.codes));
+      scales.push_back(HexOfBytes(r.scales));
       kinds.push_back(g["table"]["edgeRows"].get<bool>() && SyntheticIsEdgeRow(g["table"]["seed"].get<uint64_t>(), ids[i]));
     }
     c.Expect(t, "rows", rows);
@@ -400,7 +399,7 @@ void CheckBytesLookup(Checker& c, const json& g, const json& t) {
       r.codes = HexBytes(rb.at("codes"));
       r.scales = HexBytes(rb.at("scales"));
     }
-    decoded.push_back(Bf16Hex(DecodeRow(r)));
+    decoded.push_back(HexOfU16(DecodeRow(r)));
   }
   c.Expect(t, "rows", decoded);
 }
@@ -452,7 +451,7 @@ std::vector<uint16_t> Reduced(const RowSource& s, const std::vector<int64_t>& id
 
 ojson RowsHex(const std::vector<uint16_t>& v, size_t d) {
   ojson out = ojson::array();
-  for (size_t i = 0; i < v.size(); i += d) out.push_back(Bf16Hex(std::span<const uint16_t>(v.data() + i, d)));
+  for (size_t i = 0; i < v.size(); i += d) out.push_back(HexOfU16(std::span<const uint16_t>(v.data() + i, d)));
   return out;
 }
 

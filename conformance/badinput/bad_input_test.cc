@@ -38,6 +38,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/program_paths.h"
+#include "base/hex.h"
 #include "base/sha256.h"
 #include "conformance/testutil/sanitized.h"
 #include "reference/token_map.h"
@@ -75,10 +76,11 @@ void Spit(const fs::path& p, const std::string& bytes) {
   std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
 }
 
+// A row's file given as hex bytes; a catalogue row that spells them otherwise is a bug of the row.
 std::string FromHex(const std::string& hex) {
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-  return out;
+  const std::optional<std::string> bytes = engram::BytesOfHex(hex);
+  if (!bytes) throw std::runtime_error("catalogue: '" + hex + "' is not lower-case hex bytes");
+  return *bytes;
 }
 
 // The number of tests in the committed vectors/v1/<suite>.json, counted from

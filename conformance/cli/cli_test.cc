@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/program_paths.h"
+#include "base/hex.h"
 #include "conformance/testutil/sanitized.h"
 
 namespace {
@@ -1002,8 +1003,8 @@ TEST(CliExplain, ProductsBasesRowBytesAndGateStepsForTheFigures) {
     const std::string codes = got["codes"], scales = got["scales"];
     ASSERT_EQ(rd["codes"].size(), 3u);
     for (size_t j = 0; j < 3; ++j) {
-      const uint8_t code = static_cast<uint8_t>(std::stoi(codes.substr(2 * j, 2), nullptr, 16));
-      const uint8_t scale = static_cast<uint8_t>(std::stoi(scales.substr(0, 2), nullptr, 16));  // block 0
+      const uint8_t code = static_cast<uint8_t>(engram::BytesOfHex(codes.substr(2 * j, 2)).value().at(0));
+      const uint8_t scale = static_cast<uint8_t>(engram::BytesOfHex(scales.substr(0, 2)).value().at(0));  // block 0
       EXPECT_EQ(rd["codes"][j], code) << c << " " << j;
       EXPECT_EQ(rd["scales"][j], scale) << c << " " << j;
       EXPECT_EQ(rd["e4m3"][j].get<double>(), E4M3Value(code)) << c << " " << j;
@@ -1011,10 +1012,8 @@ TEST(CliExplain, ProductsBasesRowBytesAndGateStepsForTheFigures) {
       const double product = E4M3Value(code) * std::ldexp(1.0, scale - 127);
       EXPECT_EQ(l1["row_preview"][c][j].get<double>(), product);  // 3 mantissa bits: exact in bf16
       EXPECT_EQ(rd["bf16"][j].get<uint64_t>(), Bf16Bits(product));
-      EXPECT_EQ(got["bf16"][j], json(std::string("0x") + "0123456789abcdef"[Bf16Bits(product) >> 12] +
-                                     "0123456789abcdef"[(Bf16Bits(product) >> 8) & 15] +
-                                     "0123456789abcdef"[(Bf16Bits(product) >> 4) & 15] +
-                                     "0123456789abcdef"[Bf16Bits(product) & 15]));
+      const uint16_t bits = static_cast<uint16_t>(Bf16Bits(product));
+      EXPECT_EQ(got["bf16"][j], json("0x" + engram::HexOfU16(std::span(&bits, 1))));
     }
   }
   // §FUS.3/§FUS.4 each step of the v4.1 gate from the one before (eps 1e-20, width 16).

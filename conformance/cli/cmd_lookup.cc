@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "conformance/cli/common.h"
+#include "base/hex.h"
 #include "base/error.h"
 #include "reference/hash.h"
 #include "reference/storage.h"
@@ -163,8 +164,8 @@ ojson V41Lookups(const LookupOptions& s, const Loaded& l, const LayerLayout& lay
       e["local_row"] = row_ids[k] - RowShard(table->rows(), owner, s.world).begin;
     }
     const RowBytes b = table->Row(row_ids[k]);
-    e["codes"] = BytesHex(b.codes);
-    e["scales"] = BytesHex(b.scales);
+    e["codes"] = HexOfBytes(b.codes);
+    e["scales"] = HexOfBytes(b.scales);
     ojson bits = ojson::array(), vals = ojson::array();
     for (size_t j = 0; j < d; ++j) {
       bits.push_back(Hex(v[k * d + j], 4));

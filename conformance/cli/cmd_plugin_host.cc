@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "base/hex.h"
 #include "base/sha256.h"
 #include "conformance/cli/common.h"
 #include "engram/conformance.h"
@@ -314,9 +315,7 @@ F Need(F fn, const char* name) {
 std::string F32Hex(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
-  char buf[9];
-  std::snprintf(buf, sizeof buf, "%08x", u);
-  return buf;
+  return HexOfU32(u);
 }
 
 std::vector<uint8_t> HexBytes(const std::string& hex, const std::string& field) {
@@ -332,7 +331,7 @@ std::vector<uint8_t> HexBytes(const std::string& hex, const std::string& field) 
 json Bf16Rows(const std::vector<uint16_t>& v, size_t width) {
   json out = json::array();
   for (size_t i = 0; i + width <= v.size() && width > 0; i += width) {
-    out.push_back(Bf16Hex(std::span<const uint16_t>(v.data() + i, width)));
+    out.push_back(HexOfU16(std::span<const uint16_t>(v.data() + i, width)));
   }
   return out;
 }
@@ -789,7 +788,7 @@ json StorageOutputs(const Api& api, const std::string& type, const json& group, 
   if (type == "ElementDecodeTest") {
     std::vector<uint16_t> v(256);
     for (int c = 0; c < 256; ++c) v[static_cast<size_t>(c)] = decode(static_cast<uint8_t>(c), test.at("scale").get<uint8_t>());
-    return {{"bf16", Bf16Hex(v)}};
+    return {{"bf16", HexOfU16(v)}};
   }
   if (type == "SyntheticLookupTest") {
     auto table = Table::Synthetic(api, group.at("table"));

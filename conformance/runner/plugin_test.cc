@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/program_paths.h"
+#include "base/hex.h"
 #include "conformance/runner/runner.h"
 #include "engram/conformance.h"
 #include "reference/fusion.h"
@@ -85,9 +86,9 @@ auto AnyValid = [](const json&, const json& t) { return Valid(t); };
 auto AnyInvalid = [](const json&, const json& t) { return !Valid(t); };
 
 std::vector<uint16_t> Bf16FromHex(const std::string& hex) {
-  std::vector<uint16_t> out;
-  for (size_t i = 0; i + 4 <= hex.size(); i += 4) out.push_back(static_cast<uint16_t>(std::stoul(hex.substr(i, 4), nullptr, 16)));
-  return out;
+  const std::optional<std::vector<uint16_t>> words = engram::U16sOfHex(hex);
+  if (!words) throw std::runtime_error("'" + hex + "' is not bf16 words in lower-case hex");
+  return *words;
 }
 
 std::vector<uint16_t> Bf16Rows(const json& rows) {
@@ -181,12 +182,9 @@ TEST_F(Abi, DecodeElementGivesTheFp8DecodeVectors) {
   const Case e8 = Find("fp8_decode", "E8M0DecodeTest", [](const json&, const json& t) { return t["scale"] == 0; });
   uint16_t bits = 0;
   ASSERT_EQ(decode(0x80, 127, &bits, err_, sizeof err_), 0);
-  char hex[16];
-  std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(bits) << 16);
-  EXPECT_EQ(hex, e4.test->at("f32Bits").get<std::string>());
+  EXPECT_EQ(engram::HexOfU32(static_cast<uint32_t>(bits) << 16), e4.test->at("f32Bits").get<std::string>());
   ASSERT_EQ(decode(0x38, 0, &bits, err_, sizeof err_), 0);
-  std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(bits) << 16);
-  EXPECT_EQ(hex, e8.test->at("f32Bits").get<std::string>());
+  EXPECT_EQ(engram::HexOfU32(static_cast<uint32_t>(bits) << 16), e8.test->at("f32Bits").get<std::string>());
 }
 
 // §STO.5, §STO.6
@@ -331,9 +329,7 @@ TEST_F(Abi, FloatTableLookupGivesTheVectorRows) {
     for (size_t j = 0; j < w; ++j) {
       uint32_t u;
       std::memcpy(&u, &out[i * w + j], 4);
-      char buf[9];
-      std::snprintf(buf, sizeof buf, "%08x", u);
-      hex += buf;
+      hex += engram::HexOfU32(u);
     }
     EXPECT_EQ(hex, c.test->at("rows")[i].get<std::string>()) << "row id " << ids[i];
   }

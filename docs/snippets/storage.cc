@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "reference/storage.h"
+#include "base/hex.h"
 
 using namespace engram;
 
@@ -41,8 +42,8 @@ int main() {
   const RowBytes bytes = table->Row(5);
   const std::vector<uint16_t> row = DecodeRow(bytes);
   //! [row]
-  std::printf("row 5: scales %s\n", BytesHex(bytes.scales).c_str());
-  std::printf("row 5: codes[0..7] %s\n", BytesHex(std::span(bytes.codes).first(8)).c_str());
+  std::printf("row 5: scales %s\n", HexOfBytes(bytes.scales).c_str());
+  std::printf("row 5: codes[0..7] %s\n", HexOfBytes(std::span(bytes.codes).first(8)).c_str());
   std::printf("row 5: values[0..7]");
   for (int j = 0; j < 8; ++j) std::printf(" %g", static_cast<double>(Bf16ToFloat(row[static_cast<size_t>(j)])));
   std::printf("\n");
