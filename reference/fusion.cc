@@ -33,7 +33,9 @@ double Bf16Quantum(double x) {
   return std::ldexp(1.0, std::max(e - 8, -133));
 }
 
-uint16_t FloatBitsToBf16(float f) {
+// The high 16 bits of f: a truncation, exact only when f is already a bf16
+// value (or ±0, ±inf); FloatToBf16 (§STO.3) is the rounding conversion.
+uint16_t TruncateToBf16(float f) {
   uint32_t bits = 0;
   std::memcpy(&bits, &f, sizeof bits);
   return static_cast<uint16_t>(bits >> 16);
@@ -90,10 +92,10 @@ double Bf16Value(uint16_t bits) { return Bf16ToFloat(bits); }
 // double (no double rounding through float32). Overflow goes to inf.
 uint16_t ToBf16(double x) {
   if (std::isnan(x)) return 0x7FC0;
-  if (std::isinf(x) || x == 0) return FloatBitsToBf16(static_cast<float>(x));
+  if (std::isinf(x) || x == 0) return TruncateToBf16(static_cast<float>(x));
   const double q = Bf16Quantum(x);
   const double r = std::nearbyint(x / q) * q;  // x / q is exact; nearbyint rounds ties to even
-  return FloatBitsToBf16(static_cast<float>(r));  // r is a bf16 value (or 2^128 -> inf)
+  return TruncateToBf16(static_cast<float>(r));  // r is a bf16 value (or 2^128 -> inf)
 }
 
 double GateClamp(Precision p) { return Round(1e-6, p); }
@@ -437,7 +439,7 @@ bool FaithfulBf16(uint16_t bits, double ref64) {
   const double q = Bf16Quantum(ref64);
   const double lo = std::floor(ref64 / q) * q, hi = std::ceil(ref64 / q) * q;
   // A bracket end beyond the largest bf16 is infinity (round to nearest overflows there).
-  auto as_bf16 = [](double x) { return Bf16Value(FloatBitsToBf16(static_cast<float>(x))); };
+  auto as_bf16 = [](double x) { return Bf16Value(TruncateToBf16(static_cast<float>(x))); };
   return v == as_bf16(lo) || v == as_bf16(hi);
 }
 
@@ -446,12 +448,12 @@ bool FaithfulBf16(uint16_t bits, double ref64) {
 double Bf16Below(double x) {
   if (std::isnan(x) || std::isinf(x) || x == 0) return x;
   const double q = Bf16Quantum(x);
-  return Bf16Value(FloatBitsToBf16(static_cast<float>(std::floor(x / q) * q)));
+  return Bf16Value(TruncateToBf16(static_cast<float>(std::floor(x / q) * q)));
 }
 double Bf16Above(double x) {
   if (std::isnan(x) || std::isinf(x) || x == 0) return x;
   const double q = Bf16Quantum(x);
-  return Bf16Value(FloatBitsToBf16(static_cast<float>(std::ceil(x / q) * q)));
+  return Bf16Value(TruncateToBf16(static_cast<float>(std::ceil(x / q) * q)));
 }
 
 bool FaithfulBf16Between(uint16_t bits, double lo, double hi) {

@@ -19,10 +19,11 @@ python3 -m venv "$venv"
 # the same path in every run and ccache serves their objects too (pip's isolated build environment is a new
 # temporary directory each time). The CMake tree is build/python-<wheel tag> (pyproject.toml build-dir).
 "$venv/bin/pip" install --quiet --disable-pip-version-check pytest numpy scikit-build-core nanobind
+deps=$(date +%s)
 "$venv/bin/pip" install --quiet --disable-pip-version-check --no-build-isolation .
 built=$(date +%s)
-echo "python: wheel built and installed into a fresh venv in $((built - start)) s"
+echo "python: fresh venv and its requirements $((deps - start)) s, wheel built and installed $((built - deps)) s"
 # Run from outside the source tree, so that `import engram` is the installed package.
 (cd build && ENGRAM_CLI="$cli" "$root/$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests" \
   "$root/examples/python")
-echo "python: stage took $(( $(date +%s) - start )) s"
+echo "python: tests $(( $(date +%s) - built )) s; stage took $(( $(date +%s) - start )) s"
