@@ -6,6 +6,7 @@
 #include "vectors/compare.h"
 #include "reference/bad_inputs.h"
 #include "base/error.h"
+#include "conformance/runner/watched_json.h"
 
 namespace engram::conform {
 
@@ -17,7 +18,15 @@ namespace {
 // Returns the problem, or "" with `out` set.
 std::string ParseAnswer(const std::string& line, json& out) {
   try {
-    out = ParseOrderedJson(line, "the answer");
+    if (!ParseWatched(line, out)) {
+      out = ParseOrderedJson(line, "the answer");  // refuses with the message (or accepts: a long object)
+    }
+  } catch (const nlohmann::json::exception&) {  // e.g. a number out of range, thrown by the builder
+    try {
+      out = ParseOrderedJson(line, "the answer");
+    } catch (const Error& e) {
+      return std::string(e.what()) + "; the line: " + Short(json(line));
+    }
   } catch (const Error& e) {
     return std::string(e.what()) + "; the line: " + Short(json(line));
   }

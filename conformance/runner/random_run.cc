@@ -52,7 +52,6 @@ struct Pending {
   vectors::RandomCase c;
   std::string generator_error;  // the case could not be generated: the suite stops there
   bool in_scope = false;
-  json test;
   PreparedTest prepared;
   enum class State { kWaiting, kSent, kReplied, kTaken } state = State::kWaiting;
   Peer::Reply reply;  // kReplied: the answer read ahead (or the write's failure)
@@ -277,6 +276,7 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
     // drawing further than a stop (a failure, --max-timeouts) changes no
     // count, and the answers written ahead of a stop are read and dropped.
     std::deque<Pending> window;
+    std::vector<vectors::RandomCase> spent;
     int64_t next_draw = first;
     bool draw_failed = false;
     auto stop_suite = [&](const std::string& why) { stopped = why; };
@@ -284,6 +284,10 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
       while (!draw_failed && next_draw < end && static_cast<int64_t>(window.size()) < kWindow) {
         Pending& p = window.emplace_back();
         p.index = next_draw++;
+        if (!spent.empty()) {  // Next() hands a spent case back to the stream's threads to free
+          p.c = std::move(spent.back());
+          spent.pop_back();
+        }
         try {
           stream.Next(p.c);
         } catch (const Error& e) {  // a generator bug: say so, never skip quietly
@@ -292,10 +296,9 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
           break;
         }
         p.in_scope = InScope(o, claims, p.c);
-        if (p.in_scope) {
-          p.test = TestOf(p.index + 1, p.c);
-          p.prepared = PrepareTest(gen.suite, Label(gen.suite), p.index + 1, p.c.group, p.test);
-        }
+        // The case's test as it is: its tcId is the result's (PrepareTest), its
+        // flags none, like the test object Ask builds (TestOf).
+        if (p.in_scope) p.prepared = PrepareTest(gen.suite, Label(gen.suite), p.index + 1, p.c.group, p.c.test);
       }
       if (window.empty()) break;
       SendAhead(o, peer, window);
@@ -308,6 +311,7 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
       ++drawn;
       if (!p.in_scope) {
         ++out_of_scope;
+        spent.push_back(std::move(p.c));
         window.pop_front();
         continue;
       }
@@ -316,7 +320,7 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
       digest.Add(p.prepared.line);
       Peer::Reply reply = TakeReply(o, peer, window);
       const int64_t i = p.index;
-      TestResult r = JudgeReply(p.prepared, p.c.group, p.test, reply);
+      TestResult r = JudgeReply(p.prepared, p.c.group, p.c.test, reply);
       unanswered_in_a_row = reply.answered ? 0 : unanswered_in_a_row + (reply.counts_as_timeout ? 1 : 0);
       if (r.status == "fail") {
         ++failures;
@@ -340,6 +344,7 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
       } else {
         out.counts[Label(gen.suite)].Add(r);  // counted, not kept (§ERR.3)
       }
+      spent.push_back(std::move(p.c));
       window.pop_front();
       const auto now = Clock::now();
       if (now - last_progress >= std::chrono::seconds(2)) {
