@@ -1036,9 +1036,16 @@ TEST(PeerPipeline, AnswersInOrderAndACrashFailsTheOldestUnanswered) {
   const auto timeout = std::chrono::milliseconds(10000);
   for (int n = 1; n <= 5; ++n) {
     engram::conform::Peer::Reply failure;
-    ASSERT_EQ(peer.Send("{\"n\":" + std::to_string(n) + "}", timeout, &failure), engram::conform::Peer::SendStatus::kSent) << n;
+    const auto sent = peer.Send("{\"n\":" + std::to_string(n) + "}", timeout, &failure);
+    // The child reads 1 to 3 before it dies; 4 and 5 may find it dead already
+    // (not written: kLater, sent again later), or be written ahead in time.
+    if (n <= 3) {
+      ASSERT_EQ(sent, engram::conform::Peer::SendStatus::kSent) << n;
+    } else {
+      ASSERT_NE(sent, engram::conform::Peer::SendStatus::kFailed) << n;
+    }
   }
-  EXPECT_EQ(peer.InFlight(), 5u);
+  EXPECT_GE(peer.InFlight(), 3u);
   for (int n = 1; n <= 2; ++n) {
     const engram::conform::Peer::Reply r = peer.Receive(timeout);
     EXPECT_EQ(r.failure, "") << r.detail;
