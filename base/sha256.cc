@@ -6,10 +6,25 @@
 #include "base/error.h"
 
 namespace engram {
+namespace {
+
+// SHA-256 fetched once: OpenSSL 3 looks EVP_sha256() up in its provider
+// table at every EVP_Digest, which costs more than hashing a short line
+// (the runner digests every request line, §CONF.9).
+const EVP_MD* Sha256Md() {
+  static const EVP_MD* md = [] {
+    const EVP_MD* fetched = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    return fetched != nullptr ? fetched : EVP_sha256();
+  }();
+  return md;
+}
+
+}  // namespace
+
 std::string Sha256Hex(std::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  if (EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr) != 1) {
+  if (EVP_Digest(data.data(), data.size(), digest, &len, Sha256Md(), nullptr) != 1) {
     throw Error("SHA-256 failed (OpenSSL EVP_Digest)");
   }
   return HexOfBytes(std::span<const uint8_t>(digest, len));

@@ -31,6 +31,8 @@ std::string Short(const json& v, size_t max_chars) {
 std::string FirstDifference(const json& expected, const json& actual, const std::string& path) {
   if (expected.is_array() && actual.is_array()) {
     for (size_t i = 0; i < std::min(expected.size(), actual.size()); ++i) {
+      // The common element, an equal integer, is passed over before its path is built.
+      if (expected[i].is_number_integer() && actual[i].is_number_integer() && SameInteger(expected[i], actual[i])) continue;
       std::string d = FirstDifference(expected[i], actual[i], path + "[" + std::to_string(i) + "]");
       if (!d.empty()) return d;
     }

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vectors/compare.h"
+
 namespace engram::vectors {
 
 // §VEC.12 The flag the generator puts on every trivial test (its note says
@@ -28,6 +30,8 @@ std::optional<nlohmann::ordered_json> HollowOutputs(const nlohmann::ordered_json
 // port that passes it has shown nothing. The flag is thus computed, as the
 // KNOWN_DIVERGENCE flags are (§VEC.12), never chosen by hand.
 bool IsTrivial(const nlohmann::ordered_json& group, const nlohmann::ordered_json& test);
+/// The same, with `split` = conform::SplitOrdered(type, test) already made.
+bool IsTrivial(const nlohmann::ordered_json& group, const nlohmann::ordered_json& test, const conform::SplitTest& split);
 
 }  // namespace engram::vectors
 

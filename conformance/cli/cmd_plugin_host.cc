@@ -18,6 +18,7 @@
 #include "base/hex.h"
 #include "base/sha256.h"
 #include "conformance/cli/common.h"
+#include "conformance/runner/watched_json.h"
 #include "engram/conformance.h"
 #include "reference/bad_inputs.h"
 #include "reference/fusion.h"
@@ -1112,7 +1113,14 @@ void AddPluginHostCommand(CLI::App& app) {
       json request;
       json reply;
       try {
-        request = ParseJson(line, "the request");  // §ERR.5 strict, like every input
+        // §ERR.5 strict, like every input: the one-pass parse, and the strict
+        // one (which words the refusal) when that one is in doubt.
+        bool parsed = false;
+        try {
+          parsed = conform::ParseWatched(line, request);
+        } catch (const nlohmann::json::exception&) {
+        }
+        if (!parsed) request = ParseJson(line, "the request");
       } catch (const Error& e) {
         reply = {{"refused", std::string("plugin-host: the request is not JSON (or repeats a key): ") + e.what()}};
       }

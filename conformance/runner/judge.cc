@@ -57,9 +57,14 @@ std::string Mismatch(const std::string& type, const json& group, const json& tes
                      const json& outputs, std::string& reason) {
   // The outputs first, without the returned intermediates (compared on their
   // own below); the expected intermediates stay: §FUS.9 reads the dots there.
-  json returned_outputs = outputs;
-  returned_outputs.erase("intermediate");
-  const std::string d_out = CompareOrdered(type, group, split.expected, returned_outputs);
+  std::string d_out;
+  if (outputs.contains("intermediate")) {
+    json returned_outputs = outputs;
+    returned_outputs.erase("intermediate");
+    d_out = CompareOrdered(type, group, split.expected, returned_outputs);
+  } else {
+    d_out = CompareOrdered(type, group, split.expected, outputs);  // no copy when there is nothing to take out
+  }
   const bool traced = !group.contains("tolerance");  // §CONF.1 float traces are shown, never compared
   std::string d_int;
   if (traced && split.expected.contains("intermediate") && outputs.contains("intermediate")) {
@@ -181,11 +186,39 @@ void AddFlags(TestResult& r, const json& notes) {
   r.detail += "\nthis test also guards: " + list;
 }
 
+PreparedTest PrepareTest(const std::string& suite, const std::string& label, int64_t tc_id, const json& group,
+                         const json& test) {
+  PreparedTest p;
+  p.type = group.value("type", "");
+  p.result = NewResult(label, test);
+  p.result.tc_id = tc_id;
+  p.split = SplitOrdered(p.type, test);
+  // §CONF.4 decided here from the test itself, not from its flags: a vectors
+  // directory that drops the Trivial flag cannot make an empty answer count.
+  TestResult& r = p.result;
+  r.trivial = r.valid && vectors::IsTrivial(group, test, p.split);
+  if (r.trivial && std::find(r.flags.begin(), r.flags.end(), vectors::kTrivialFlag) == r.flags.end()) {
+    r.flags.push_back(vectors::kTrivialFlag);
+  }
+  // The request line (§CONF.2), written as text: the same bytes as dumping
+  // the request object (keys in this order), without copying the group and
+  // the inputs into one first (the runner's hot path for random cases).
+  p.line = "{\"op\":\"test\",\"suite\":" + json(suite).dump() + ",\"type\":" + json(p.type).dump() +
+           ",\"tcId\":" + std::to_string(tc_id) + ",\"group\":";
+  p.line += group.dump();
+  p.line += ",\"test\":";
+  p.line += p.split.inputs.dump();
+  p.line += "}";
+  return p;
+}
+
+TestResult JudgeReply(PreparedTest& p, const json& group, const json& test, const Peer::Reply& reply) {
+  Judge(p.result, p.type, group, test, p.split, reply);
+  return std::move(p.result);
+}
+
 TestResult CallTest(Peer& peer, std::chrono::milliseconds timeout, const std::string& suite, const std::string& label,
                     int64_t tc_id, const json& group, const json& test, Peer::Reply* reply_out, CaseDigest* digest) {
-  const std::string type = group.value("type", "");
-  TestResult r = NewResult(label, test);
-  r.tc_id = tc_id;
   // The group without its tests. Fixed vectors and random cases hand the
   // group over without them already: it is copied only when it has them.
   std::optional<json> without_tests;
@@ -194,27 +227,12 @@ TestResult CallTest(Peer& peer, std::chrono::milliseconds timeout, const std::st
     without_tests->erase("tests");
   }
   const json& g = without_tests ? *without_tests : group;
-  const SplitTest split = SplitOrdered(type, test);
-  // §CONF.4 decided here from the test itself, not from its flags: a vectors
-  // directory that drops the Trivial flag cannot make an empty answer count.
-  r.trivial = r.valid && vectors::IsTrivial(g, test);
-  if (r.trivial && std::find(r.flags.begin(), r.flags.end(), vectors::kTrivialFlag) == r.flags.end()) {
-    r.flags.push_back(vectors::kTrivialFlag);
-  }
-  // The request line (§CONF.2), written as text: the same bytes as dumping
-  // the request object (keys in this order), without copying the group and
-  // the inputs into one first (the runner's hot path for random cases).
-  std::string line = "{\"op\":\"test\",\"suite\":" + json(suite).dump() + ",\"type\":" + json(type).dump() +
-                     ",\"tcId\":" + std::to_string(tc_id) + ",\"group\":";
-  line += g.dump();
-  line += ",\"test\":";
-  line += split.inputs.dump();
-  line += "}";
-  if (digest != nullptr) digest->Add(line);
+  PreparedTest p = PrepareTest(suite, label, tc_id, g, test);
+  if (digest != nullptr) digest->Add(p.line);
   const auto t0 = std::chrono::steady_clock::now();
-  Peer::Reply reply = peer.CallLine(line, timeout);
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  Judge(r, type, g, test, split, reply);
+  Peer::Reply reply = peer.CallLine(p.line, timeout);
+  p.result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  TestResult r = JudgeReply(p, g, test, reply);
   if (reply_out != nullptr) *reply_out = std::move(reply);
   return r;
 }

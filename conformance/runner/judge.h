@@ -35,6 +35,21 @@ void Judge(TestResult& r, const std::string& type, const nlohmann::ordered_json&
 // test guards (not a diagnosis).
 void AddFlags(TestResult& r, const nlohmann::ordered_json& notes);
 
+// A test made ready to send (CallTest's first half): its result so far
+// (tcId, flags, trivial), its expected outputs and its request line.
+struct PreparedTest {
+  TestResult result;
+  std::string type;
+  SplitTest split;
+  std::string line;  // the request (§CONF.2), one line of JSON
+};
+// `group` without its tests.
+PreparedTest PrepareTest(const std::string& suite, const std::string& label, int64_t tc_id,
+                         const nlohmann::ordered_json& group, const nlohmann::ordered_json& test);
+// CallTest's second half: the result judged from the implementation's `reply`.
+TestResult JudgeReply(PreparedTest& prepared, const nlohmann::ordered_json& group, const nlohmann::ordered_json& test,
+                      const Peer::Reply& reply);
+
 // Sends `test` of `group` (op "test", §CONF.2) as tcId `tc_id` of `suite` and
 // judges the answer; the result is labelled `label` (the suite, or the random
 // cases' "random:<suite>"). `reply_out`, when given, receives the reply;

@@ -6,6 +6,7 @@
 #include "vectors/compare.h"
 #include "reference/bad_inputs.h"
 #include "base/error.h"
+#include "conformance/runner/watched_json.h"
 
 namespace engram::conform {
 
@@ -17,7 +18,15 @@ namespace {
 // Returns the problem, or "" with `out` set.
 std::string ParseAnswer(const std::string& line, json& out) {
   try {
-    out = ParseOrderedJson(line, "the answer");
+    if (!ParseWatched(line, out)) {
+      out = ParseOrderedJson(line, "the answer");  // refuses with the message (or accepts: a long object)
+    }
+  } catch (const nlohmann::json::exception&) {  // e.g. a number out of range, thrown by the builder
+    try {
+      out = ParseOrderedJson(line, "the answer");
+    } catch (const Error& e) {
+      return std::string(e.what()) + "; the line: " + Short(json(line));
+    }
   } catch (const Error& e) {
     return std::string(e.what()) + "; the line: " + Short(json(line));
   }
@@ -93,6 +102,8 @@ Peer::Reply Peer::Call(const json& request, std::chrono::milliseconds timeout) {
 
 Peer::Reply Peer::CallLine(const std::string& request_line, std::chrono::milliseconds timeout) {
   Reply r;
+  if (!in_flight_.empty()) throw Error("internal: Peer::CallLine with requests in flight");
+  if (poisoned_) Drop();
   if (!process_) {
     try {
       Start();
@@ -105,6 +116,13 @@ Peer::Reply Peer::CallLine(const std::string& request_line, std::chrono::millise
       return r;
     }
   }
+  r = WriteRequest(request_line, timeout);
+  if (!r.failure.empty()) return r;
+  return ReadAnswer(timeout);
+}
+
+Peer::Reply Peer::WriteRequest(const std::string& request_line, std::chrono::milliseconds timeout) {
+  Reply r;
   switch (process_->WriteLine(request_line, timeout)) {
     case ChildProcess::WriteStatus::kOk:
       break;
@@ -113,15 +131,57 @@ Peer::Reply Peer::CallLine(const std::string& request_line, std::chrono::millise
       r.detail = "the implementation did not read the request within " + std::to_string(timeout.count()) + " ms" + Tail();
       r.answered = false;
       r.counts_as_timeout = true;
-      process_.reset();
+      Drop();
       return r;
     case ChildProcess::WriteStatus::kClosed:
       r.failure = "crashed";
       r.detail = "the implementation " + process_->ExitDescription() + Tail();
       r.answered = false;
-      process_.reset();
+      Drop();
       return r;
   }
+  return r;
+}
+
+Peer::SendStatus Peer::Send(const std::string& request_line, std::chrono::milliseconds timeout, Reply* failure) {
+  // A child is started (and restarted) only by CallLine: a handshake that
+  // fails is reported there, once.
+  if (!process_ || poisoned_ || in_flight_.size() >= kMaxInFlight) return SendStatus::kLater;
+  const size_t bytes = request_line.size() + 1;
+  if (!in_flight_.empty() && in_flight_bytes_ + bytes > process_->InputCapacity()) return SendStatus::kLater;
+  if (in_flight_.empty()) {
+    // Nothing ahead of it: exactly CallLine's write, failures included.
+    *failure = WriteRequest(request_line, timeout);
+    if (!failure->failure.empty()) return SendStatus::kFailed;
+  } else if (process_->WriteLine(request_line, timeout) != ChildProcess::WriteStatus::kOk) {
+    // The answers in flight are still read; then the child, which may hold
+    // part of this line, is ended and the line sent again to a fresh one.
+    poisoned_ = true;
+    return SendStatus::kLater;
+  }
+  in_flight_.push_back(bytes);
+  in_flight_bytes_ += bytes;
+  return SendStatus::kSent;
+}
+
+Peer::Reply Peer::Receive(std::chrono::milliseconds timeout) {
+  if (in_flight_.empty()) throw Error("internal: Peer::Receive with no request in flight");
+  in_flight_bytes_ -= in_flight_.front();
+  in_flight_.pop_front();
+  Reply r = ReadAnswer(timeout);
+  if (in_flight_.empty() && poisoned_) Drop();
+  return r;
+}
+
+void Peer::Drop() {
+  process_.reset();
+  in_flight_.clear();
+  in_flight_bytes_ = 0;
+  poisoned_ = false;
+}
+
+Peer::Reply Peer::ReadAnswer(std::chrono::milliseconds timeout) {
+  Reply r;
   std::string line;
   switch (process_->ReadLine(line, timeout)) {
     case ChildProcess::ReadStatus::kTimeout:
@@ -129,13 +189,13 @@ Peer::Reply Peer::CallLine(const std::string& request_line, std::chrono::millise
       r.detail = "no answer within " + std::to_string(timeout.count()) + " ms" + Tail();
       r.answered = false;
       r.counts_as_timeout = true;
-      process_.reset();
+      Drop();
       return r;
     case ChildProcess::ReadStatus::kClosed:
       r.failure = "crashed";
       r.detail = "the implementation " + process_->ExitDescription() + Tail();
       r.answered = false;
-      process_.reset();
+      Drop();
       return r;
     case ChildProcess::ReadStatus::kTooLong:
       // §ERR.3 the line is not read on: the answer fails and the child is
@@ -143,7 +203,7 @@ Peer::Reply Peer::CallLine(const std::string& request_line, std::chrono::millise
       r.failure = "garbage";
       r.detail = "the answer line is longer than " + std::to_string(ChildProcess::kMaxLineBytes >> 20) +
                  " MiB, the most the runner reads (spec/bad_inputs.md §ERR.3); the implementation was stopped" + Tail();
-      process_.reset();
+      Drop();
       return r;
     case ChildProcess::ReadStatus::kLine:
       break;
@@ -152,7 +212,7 @@ Peer::Reply Peer::CallLine(const std::string& request_line, std::chrono::millise
     r.failure = "garbage";
     r.detail = problem;
     r.body = json();
-    process_.reset();
+    Drop();
   }
   return r;
 }
@@ -162,7 +222,7 @@ void Peer::Bye() {
     process_->WriteLine(json{{"op", "bye"}}.dump(), std::chrono::milliseconds(2000));
     std::string line;
     process_->ReadLine(line, std::chrono::milliseconds(2000));
-    process_.reset();
+    Drop();
   }
 }
 

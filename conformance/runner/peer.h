@@ -4,6 +4,7 @@
 #define ENGRAM_CONFORMANCE_RUNNER_PEER_H_
 
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <set>
 #include <string>
@@ -51,17 +52,46 @@ class Peer {
   Reply Call(const nlohmann::ordered_json& request, std::chrono::milliseconds timeout);
   // The same with the request already written as one line of JSON text.
   Reply CallLine(const std::string& request_line, std::chrono::milliseconds timeout);
+  // §CONF.2 A bounded pipeline (the random phase): Send writes a request
+  // without waiting for its answer, Receive reads the answer to the oldest
+  // request in flight. The child sees the same lines in the same order as
+  // with CallLine, one answer line per request; only the runner's waiting
+  // differs (it judges one answer while the child computes the next).
+  enum class SendStatus {
+    kSent,   // in flight: Receive reads its answer
+    kLater,  // not written (the window is full, no child runs, or the child stopped reading
+             // with requests in flight): send it again once they are answered
+    kFailed  // nothing was in flight and the child did not take it: `failure` is its reply
+  };
+  SendStatus Send(const std::string& request_line, std::chrono::milliseconds timeout, Reply* failure);
+  // The answer to the oldest request in flight (InFlight() > 0), judged like
+  // CallLine's. After a failure the child is gone and nothing is in flight.
+  Reply Receive(std::chrono::milliseconds timeout);
+  size_t InFlight() const { return in_flight_.size(); }
   // §CONF.2 item 5.
   void Bye();
+
+  // At most this many requests in flight (and no more bytes than the
+  // child's stdin pipe holds, so that a Send never waits).
+  static constexpr size_t kMaxInFlight = 64;
 
  private:
   std::string Tail();
   void Start();
+  // Writes the request line; a failure's reply (the child ended) or an empty `failure`.
+  Reply WriteRequest(const std::string& request_line, std::chrono::milliseconds timeout);
+  // The answer line, after the request was written (CallLine, Receive).
+  Reply ReadAnswer(std::chrono::milliseconds timeout);
+  // A failure ends the child: what was in flight is lost with it.
+  void Drop();
 
   std::vector<std::string> argv_;
   std::chrono::milliseconds timeout_;
   std::unique_ptr<ChildProcess> process_;
   nlohmann::ordered_json hello_;
+  std::deque<size_t> in_flight_;  // the byte sizes of the requests written ahead, oldest first
+  size_t in_flight_bytes_ = 0;
+  bool poisoned_ = false;  // a write ahead failed: the child is ended once nothing is in flight
 };
 
 }  // namespace engram::conform

@@ -108,6 +108,12 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
   setpgid(pid_, pid_);  // also here: whichever of parent and child runs first
   // Nothing blocks: writes and reads wait in poll, with a deadline.
   for (int fd : {in_fd_, out_fd_, err_fd_}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  // Room for the requests the runner writes ahead (Peer::Send) and for the
+  // answers the child writes meanwhile: a larger pipe when the system lets
+  // (fs.pipe-max-size), else the default 64 KiB; what it is is asked back.
+  for (int fd : {in_fd_, out_fd_}) (void)fcntl(fd, F_SETPIPE_SZ, kPipeWish);
+  const int capacity = fcntl(in_fd_, F_GETPIPE_SZ);
+  in_capacity_ = capacity > 0 ? static_cast<size_t>(capacity) : 4096;
   registry.live[pid_] = {out_fd_, err_fd_};
 }
 
@@ -142,7 +148,7 @@ ChildProcess::WriteStatus ChildProcess::WriteLine(const std::string& line, std::
     // its log (a full stderr pipe) or an early answer does not read its
     // input, and the two would wait for each other until the timeout.
     pollfd fds[3] = {{in_fd_, POLLOUT, 0},
-                     {out_eof_ || out_buffer_.size() > kStdoutCap ? -1 : out_fd_, POLLIN, 0},
+                     {out_eof_ || PartialLine() > kStdoutCap ? -1 : out_fd_, POLLIN, 0},
                      {err_eof_ ? -1 : err_fd_, POLLIN, 0}};
     if (poll(fds, 3, std::min(Millis(left), static_cast<int>(kExitCheck.count()))) < 0 && errno != EINTR) {
       return WriteStatus::kClosed;
@@ -158,10 +164,15 @@ ChildProcess::WriteStatus ChildProcess::WriteLine(const std::string& line, std::
 
 void ChildProcess::ReadStdout() {
   char buf[65536];
-  while (!out_eof_ && out_buffer_.size() <= kStdoutCap) {
+  // §ERR.3 The cap is on the line being read: complete answers waiting
+  // their turn (requests written ahead) are bounded by what was asked.
+  while (!out_eof_ && PartialLine() <= kStdoutCap) {
     const ssize_t n = read(out_fd_, buf, sizeof(buf));
     if (n > 0) {
       out_buffer_.append(buf, static_cast<size_t>(n));
+      if (const void* nl = memrchr(buf, '\n', static_cast<size_t>(n))) {
+        lines_end_ = out_buffer_.size() - static_cast<size_t>(n) + static_cast<size_t>(static_cast<const char*>(nl) - buf) + 1;
+      }
     } else if (n == 0) {
       out_eof_ = true;
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -199,13 +210,17 @@ bool ChildProcess::Exited() {
 ChildProcess::ReadStatus ChildProcess::ReadLine(std::string& line, std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   while (true) {
-    const size_t nl = out_buffer_.find('\n');
-    if (nl != std::string::npos) {
-      line = out_buffer_.substr(0, nl);
-      out_buffer_.erase(0, nl + 1);
+    if (out_pos_ < lines_end_) {
+      const size_t nl = out_buffer_.find('\n', out_pos_);
+      line.assign(out_buffer_, out_pos_, nl - out_pos_);
+      out_pos_ = nl + 1;
+      if (out_pos_ == lines_end_) {  // every complete line read: drop them at once, not one by one
+        out_buffer_.erase(0, out_pos_);
+        lines_end_ = out_pos_ = 0;
+      }
       return ReadStatus::kLine;
     }
-    if (out_buffer_.size() > kStdoutCap) {
+    if (PartialLine() > kStdoutCap) {
       DrainStderr();
       return ReadStatus::kTooLong;
     }
@@ -219,7 +234,7 @@ ChildProcess::ReadStatus ChildProcess::ReadLine(std::string& line, std::chrono::
     if (Exited()) {
       ReadStdout();
       DrainStderr();
-      if (out_buffer_.find('\n') != std::string::npos) continue;
+      if (out_pos_ < lines_end_) continue;
       return ReadStatus::kClosed;
     }
     const auto left = deadline - Clock::now();

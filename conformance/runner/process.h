@@ -37,6 +37,10 @@ class ChildProcess {
   // has exited though its stdout is still open elsewhere (§CONF.2).
   ReadStatus ReadLine(std::string& line, std::chrono::milliseconds timeout);
 
+  // How many bytes the child's stdin pipe holds: requests written ahead
+  // (Peer::Send) that fit in it never make a write wait.
+  size_t InputCapacity() const { return in_capacity_; }
+
   // Kills the child and its process group (SIGKILL) if it still runs and reaps it.
   void Kill();
   // A description of how the child ended ("exit 3", "signal 11"), after
@@ -52,16 +56,22 @@ class ChildProcess {
   void DrainStderr();
   // Whether the child has ended (reaps it when it has).
   bool Exited();
+  // The bytes of stdout after its last complete line (the line being read).
+  size_t PartialLine() const { return out_buffer_.size() - lines_end_; }
 
   pid_t pid_ = -1;
   int in_fd_ = -1;
   int out_fd_ = -1;
   int err_fd_ = -1;
   bool out_eof_ = false, err_eof_ = false;
-  std::string out_buffer_;
+  std::string out_buffer_;  // what the child wrote to stdout, not yet read as lines:
+  size_t out_pos_ = 0;      // from here (the lines before were handed out)
+  size_t lines_end_ = 0;    // up to here complete lines, then a partial one
   std::string err_tail_;
   int status_ = 0;
   bool reaped_ = false;
+  size_t in_capacity_ = 4096;
+  static constexpr int kPipeWish = 1 << 20;
 };
 
 // §CONF.2 The runner was told to stop (SIGTERM, SIGINT, SIGHUP: a CI cancel).

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <sstream>
 
 #include "conformance/runner/judge.h"
@@ -32,12 +33,94 @@ bool InScope(const Options& o, const Claims& claims, const vectors::RandomCase& 
   return claims.Profile(c.profile);
 }
 
+// The test object of case `c` as tcId `tc_id` (the group, the test with its tcId).
+json TestOf(int64_t tc_id, const vectors::RandomCase& c) {
+  json test = {{"tcId", tc_id}, {"comment", ""}, {"flags", json::array()}, {"specRef", c.spec_refs}};
+  for (const auto& [k, v] : c.test.items()) test[k] = v;
+  return test;
+}
+
 // The case as the implementation sees it: the group, the test with its tcId.
 TestResult Ask(const Options& o, Peer& peer, const std::string& suite, int64_t tc_id, const vectors::RandomCase& c,
                Peer::Reply* reply, CaseDigest* digest = nullptr) {
-  json test = {{"tcId", tc_id}, {"comment", ""}, {"flags", json::array()}, {"specRef", c.spec_refs}};
-  for (const auto& [k, v] : c.test.items()) test[k] = v;
-  return CallTest(peer, o.timeout, suite, Label(suite), tc_id, c.group, test, reply, digest);
+  return CallTest(peer, o.timeout, suite, Label(suite), tc_id, c.group, TestOf(tc_id, c), reply, digest);
+}
+
+// A drawn case waiting its turn in the pipeline (RunRandom).
+struct Pending {
+  int64_t index = 0;  // 0-based; tcId = index + 1
+  vectors::RandomCase c;
+  std::string generator_error;  // the case could not be generated: the suite stops there
+  bool in_scope = false;
+  PreparedTest prepared;
+  enum class State { kWaiting, kSent, kReplied, kTaken } state = State::kWaiting;
+  Peer::Reply reply;  // kReplied: the answer read ahead (or the write's failure)
+};
+
+// How many drawn cases the runner holds ahead of the one it judges.
+constexpr int64_t kWindow = 32;
+
+// Writes the requests of the waiting cases, in order, while the peer takes
+// them (Peer::Send); stops at the first it does not.
+void SendAhead(const Options& o, Peer& peer, std::deque<Pending>& window) {
+  for (Pending& p : window) {
+    if (!p.generator_error.empty()) return;
+    if (!p.in_scope || p.state != Pending::State::kWaiting) continue;
+    Peer::Reply failure;
+    switch (peer.Send(p.prepared.line, o.timeout, &failure)) {
+      case Peer::SendStatus::kSent:
+        p.state = Pending::State::kSent;
+        continue;
+      case Peer::SendStatus::kFailed:
+        p.reply = std::move(failure);
+        p.state = Pending::State::kReplied;
+        return;
+      case Peer::SendStatus::kLater:
+        return;
+    }
+  }
+}
+
+// After a failed answer the peer holds nothing in flight: the cases sent
+// ahead are sent again (to the restarted implementation).
+void Unsend(std::deque<Pending>& window) {
+  for (Pending& p : window) {
+    if (p.state == Pending::State::kSent) p.state = Pending::State::kWaiting;
+  }
+}
+
+// The answer to the oldest sent case (window.front() when it was sent).
+Peer::Reply ReceiveOne(const Options& o, Peer& peer, Pending& p, std::deque<Pending>& window) {
+  const auto t0 = Clock::now();
+  Peer::Reply r = peer.Receive(o.timeout);
+  p.prepared.result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (peer.InFlight() == 0) Unsend(window);  // a failure dropped the rest (or nothing was left)
+  return r;
+}
+
+// The answer to window.front(): read ahead, read now, or (when it could not
+// be sent ahead) asked now.
+Peer::Reply TakeReply(const Options& o, Peer& peer, std::deque<Pending>& window) {
+  Pending& p = window.front();
+  const Pending::State was = p.state;
+  p.state = Pending::State::kTaken;
+  if (was == Pending::State::kReplied) return std::move(p.reply);
+  if (was == Pending::State::kSent) return ReceiveOne(o, peer, p, window);
+  const auto t0 = Clock::now();
+  Peer::Reply r = peer.CallLine(p.prepared.line, o.timeout);
+  p.prepared.result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return r;
+}
+
+// Reads the answers of every case sent ahead (in order) and keeps them.
+void ReceiveAll(const Options& o, Peer& peer, std::deque<Pending>& window) {
+  for (Pending& p : window) {
+    if (peer.InFlight() == 0) break;
+    if (p.state != Pending::State::kSent) continue;
+    p.reply = ReceiveOne(o, peer, p, window);
+    p.state = Pending::State::kReplied;
+  }
+  Unsend(window);
 }
 
 struct Shrunk {
@@ -186,27 +269,63 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
     CaseDigest& digest = out.digests[Label(gen.suite)];
     out.counts[Label(gen.suite)];  // a shard with no case of a suite still reports its counts
     vectors::CaseStream stream(gen, o.random_seed, end - first, o.random_threads, 256, declared, first);
-    vectors::RandomCase c;  // one object for every case: Next() gives the last one back to the thread that built it
-    for (int64_t i = first; i < end; ++i) {
-      try {
-        stream.Next(c);
-      } catch (const Error& e) {  // a generator bug: say so, never skip quietly
-        out.suite_problems[Label(gen.suite)].push_back("case " + std::to_string(i + 1) + " could not be generated: " + e.what());
-        stopped = "a generator error";
+    // §CONF.2 A bounded pipeline: the cases ahead of the one being judged
+    // are drawn and their requests written (Peer::Send), so the
+    // implementation computes them meanwhile. Each case is still counted,
+    // digested, judged and shrunk in index order, exactly as one at a time:
+    // drawing further than a stop (a failure, --max-timeouts) changes no
+    // count, and the answers written ahead of a stop are read and dropped.
+    std::deque<Pending> window;
+    std::vector<vectors::RandomCase> spent;
+    int64_t next_draw = first;
+    bool draw_failed = false;
+    auto stop_suite = [&](const std::string& why) { stopped = why; };
+    while (stopped.empty()) {
+      while (!draw_failed && next_draw < end && static_cast<int64_t>(window.size()) < kWindow) {
+        Pending& p = window.emplace_back();
+        p.index = next_draw++;
+        if (!spent.empty()) {  // Next() hands a spent case back to the stream's threads to free
+          p.c = std::move(spent.back());
+          spent.pop_back();
+        }
+        try {
+          stream.Next(p.c);
+        } catch (const Error& e) {  // a generator bug: say so, never skip quietly
+          p.generator_error = e.what();
+          draw_failed = true;
+          break;
+        }
+        p.in_scope = InScope(o, claims, p.c);
+        // The case's test as it is: its tcId is the result's (PrepareTest), its
+        // flags none, like the test object Ask builds (TestOf).
+        if (p.in_scope) p.prepared = PrepareTest(gen.suite, Label(gen.suite), p.index + 1, p.c.group, p.c.test);
+      }
+      if (window.empty()) break;
+      SendAhead(o, peer, window);
+      Pending& p = window.front();
+      if (!p.generator_error.empty()) {
+        out.suite_problems[Label(gen.suite)].push_back("case " + std::to_string(p.index + 1) + " could not be generated: " + p.generator_error);
+        stop_suite("a generator error");
         break;
       }
       ++drawn;
-      if (!InScope(o, claims, c)) {
+      if (!p.in_scope) {
         ++out_of_scope;
+        spent.push_back(std::move(p.c));
+        window.pop_front();
         continue;
       }
       ++asked;
       ++out.asked;
-      Peer::Reply reply;
-      TestResult r = Ask(o, peer, gen.suite, i + 1, c, &reply, &digest);
+      digest.Add(p.prepared.line);
+      Peer::Reply reply = TakeReply(o, peer, window);
+      const int64_t i = p.index;
+      TestResult r = JudgeReply(p.prepared, p.c.group, p.c.test, reply);
       unanswered_in_a_row = reply.answered ? 0 : unanswered_in_a_row + (reply.counts_as_timeout ? 1 : 0);
       if (r.status == "fail") {
         ++failures;
+        ReceiveAll(o, peer, window);  // the answers ahead, read before shrinking asks anew
+        const vectors::RandomCase& c = p.c;
         const Shrunk s = Shrink(o, peer, claims, gen, i + 1, c, r);
         TestResult f = s.result;
         f.tc_id = i + 1;
@@ -225,6 +344,8 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
       } else {
         out.counts[Label(gen.suite)].Add(r);  // counted, not kept (§ERR.3)
       }
+      spent.push_back(std::move(p.c));
+      window.pop_front();
       const auto now = Clock::now();
       if (now - last_progress >= std::chrono::seconds(2)) {
         last_progress = now;
@@ -235,14 +356,17 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
       if (o.max_consecutive_timeouts > 0 && unanswered_in_a_row >= o.max_consecutive_timeouts) {
         out.suite_problems[Label(gen.suite)].push_back("stopped after " + std::to_string(unanswered_in_a_row) +
                                                        " consecutive unanswered cases (--max-timeouts)");
-        stopped = "--max-timeouts";
+        stop_suite("--max-timeouts");
         break;
       }
       if (o.max_random_failures > 0 && failures >= o.max_random_failures) {
-        stopped = "--max-random-failures";
+        stop_suite("--max-random-failures");
         break;
       }
     }
+    // Requests written ahead of a stop: their answers are read and dropped,
+    // so that the next suite (or bye) reads its own.
+    ReceiveAll(o, peer, window);
     std::string line = "random: " + gen.suite + ": " + std::to_string(asked) + " case(s) asked";
     if (const Counts& c = out.counts[Label(gen.suite)]; c.trivial > 0) {
       line += " (" + std::to_string(c.trivial) + " trivial passes not counted as tested)";

@@ -25,10 +25,13 @@
 
 #include "base/program_paths.h"
 #include "conformance/runner/conform_test_util.h"
+#include "conformance/runner/peer.h"
 #include "conformance/runner/process.h"
 #include "conformance/runner/runner.h"
+#include "conformance/runner/watched_json.h"
 #include "base/error.h"
 #include "base/sha256.h"
+#include "reference/bad_inputs.h"
 #include "vectors/generator.h"
 #include "vectors/manifest.h"
 
@@ -1023,6 +1026,73 @@ TEST(ForkOntoAnExistingName, APortThatRefusesItFailsExactlyTheForkReplacesTests)
   EXPECT_EQ(fair.r.exit_code, 0) << fair.r.out;
   EXPECT_EQ(fair.flagged.size(), 12u);  // three per group of each suite, all refused
   EXPECT_TRUE(fair.failed.empty());
+}
+
+// §CONF.2 The pipeline (Peer::Send / Receive): the answers come back in the
+// order of the requests, and a child that dies fails the oldest request not
+// answered; what was written ahead of it is no longer in flight (the runner
+// writes it again to a fresh child).
+TEST(PeerPipeline, AnswersInOrderAndACrashFailsTheOldestUnanswered) {
+  const fs::path script = Dir() / "pipeline_peer.sh";
+  std::ofstream(script) << "read l\n"
+                           "echo '{\"protocol\":1,\"name\":\"pipe\",\"suites\":[\"*\"],\"profiles\":[\"*\"]}'\n"
+                           "while read l; do\n"
+                           "  case \"$l\" in\n"
+                           "    *'\"n\":3}'*) echo 'dying at 3' >&2; kill -SEGV $$ ;;\n"
+                           "    *) n=${l#*'\"n\":'}; echo \"{\\\"outputs\\\":{\\\"n\\\":${n%\\}}}}\" ;;\n"
+                           "  esac\n"
+                           "done\n";
+  engram::conform::Peer peer({"sh", script.string()}, std::chrono::milliseconds(10000));
+  peer.Hello();
+  const auto timeout = std::chrono::milliseconds(10000);
+  for (int n = 1; n <= 5; ++n) {
+    engram::conform::Peer::Reply failure;
+    const auto sent = peer.Send("{\"n\":" + std::to_string(n) + "}", timeout, &failure);
+    // The child reads 1 to 3 before it dies; 4 and 5 may find it dead already
+    // (not written: kLater, sent again later), or be written ahead in time.
+    if (n <= 3) {
+      ASSERT_EQ(sent, engram::conform::Peer::SendStatus::kSent) << n;
+    } else {
+      ASSERT_NE(sent, engram::conform::Peer::SendStatus::kFailed) << n;
+    }
+  }
+  EXPECT_GE(peer.InFlight(), 3u);
+  for (int n = 1; n <= 2; ++n) {
+    const engram::conform::Peer::Reply r = peer.Receive(timeout);
+    EXPECT_EQ(r.failure, "") << r.detail;
+    EXPECT_EQ(r.body["outputs"]["n"], n);
+  }
+  const engram::conform::Peer::Reply third = peer.Receive(timeout);
+  EXPECT_EQ(third.failure, "crashed");
+  EXPECT_THAT(third.detail, testing::HasSubstr("dying at 3"));
+  EXPECT_EQ(peer.InFlight(), 0u);
+  // Not restarted by a write ahead: the next request is asked the plain way,
+  // which starts a fresh child (new handshake) and gets its answer.
+  engram::conform::Peer::Reply failure;
+  EXPECT_EQ(peer.Send("{\"n\":4}", timeout, &failure), engram::conform::Peer::SendStatus::kLater);
+  const engram::conform::Peer::Reply fourth = peer.CallLine("{\"n\":4}", timeout);
+  EXPECT_EQ(fourth.failure, "") << fourth.detail;
+  EXPECT_EQ(fourth.body["outputs"]["n"], 4);
+  peer.Bye();
+}
+
+// §ERR.5, §ERR.6 The one-pass parse of the protocol's lines accepts what the
+// strict parse accepts, with the same value and key order, and gives up
+// (leaving the refusal to the strict parse) on a repeated key or deep nesting.
+TEST(WatchedJson, AgreesWithTheStrictParseAndGivesUpWhereItRefuses) {
+  for (const std::string text : std::vector<std::string>{R"({"b":1,"a":[1,-2,3.5,"x",{"k":null}],"c":{"d":true}})", R"([{"a":1},{"a":2}])",
+                                 R"({"outputs":{"rows":[[[18446744073709551615,-9223372036854775808]]]}})"}) {
+    nlohmann::ordered_json watched;
+    ASSERT_TRUE(engram::conform::ParseWatched(text, watched)) << text;
+    const nlohmann::ordered_json strict = engram::ParseOrderedJson(text, "t");
+    EXPECT_EQ(watched.dump(), strict.dump()) << text;  // the value and the order of its keys
+  }
+  for (const std::string text : std::vector<std::string>{R"({"a":1,"a":2})", R"({"x":{"a":1,"b":2,"a":3}})", R"({"a":1,)",
+                                 std::string(300, '[') + std::string(300, ']')}) {
+    nlohmann::ordered_json watched;
+    EXPECT_FALSE(engram::conform::ParseWatched(text, watched)) << text;
+    EXPECT_THROW(engram::ParseOrderedJson(text, "t"), engram::Error) << text;
+  }
 }
 
 }  // namespace
