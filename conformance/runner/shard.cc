@@ -1,5 +1,6 @@
 // spec/conformance.md §CONF.9 — shards of a conformance run.
 #include "conformance/runner/shard.h"
+#include "base/hex.h"
 
 #include <cstdio>
 
@@ -117,17 +118,17 @@ void CaseDigest::Add(const CaseDigest& other) {
   cases += other.cases;
 }
 
-std::string CaseDigest::Hex() const {
-  char buf[65];
-  std::snprintf(buf, sizeof(buf), "%016llx%016llx%016llx%016llx", static_cast<unsigned long long>(sum_[3]),
-                static_cast<unsigned long long>(sum_[2]), static_cast<unsigned long long>(sum_[1]),
-                static_cast<unsigned long long>(sum_[0]));
-  return buf;
-}
+// The sum as 64 hex digits, most significant limb first.
+std::string CaseDigest::Hex() const { return HexOfU64(sum_[3]) + HexOfU64(sum_[2]) + HexOfU64(sum_[1]) + HexOfU64(sum_[0]); }
 
 bool CaseDigest::FromHex(const std::string& hex, CaseDigest& out) {
-  if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos) return false;
-  for (size_t limb = 0; limb < 4; ++limb) out.sum_[3 - limb] = std::stoull(hex.substr(limb * 16, 16), nullptr, 16);
+  const std::optional<std::string> bytes = BytesOfHex(hex);
+  if (!bytes || bytes->size() != 32) return false;
+  for (size_t limb = 0; limb < 4; ++limb) {
+    uint64_t word = 0;
+    for (size_t k = 0; k < 8; ++k) word = word << 8 | static_cast<unsigned char>((*bytes)[limb * 8 + k]);
+    out.sum_[3 - limb] = word;
+  }
   return true;
 }
 
