@@ -229,15 +229,10 @@ std::string ReplayLine(const Options& o) {
   return line;
 }
 
-RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ostream& progress) {
-  RandomRun out;
-  out.report = {{"seed", o.random_seed}, {"casesPerSuite", o.random_cases}, {"generator", vectors::kRandomVersion},
-                {"specVersion", vectors::kSpecVersion}, {"replay", ReplayLine(o)}, {"suites", json::object()}};
-  out.lines.push_back("random: seed " + std::to_string(o.random_seed) + ", " + std::to_string(o.random_cases) +
-                      " cases per suite (" + vectors::kRandomVersion + ", spec " + vectors::kSpecVersion + ")");
-  // §CONF.7 The policy features declared (hello `features` and --features):
-  // the cases that depend on a policy the spec leaves open are drawn only
-  // for an implementation that declared it.
+// §CONF.7 The policy features declared (hello `features` and --features):
+// the cases that depend on a policy the spec leaves open are drawn only for
+// an implementation that declared it. Says which in the report and a line.
+std::set<std::string> DeclaredFeatures(const Options& o, const Claims& claims, RandomRun& out) {
   std::set<std::string> declared = o.features;
   declared.insert(claims.features.begin(), claims.features.end());
   json policies = json::array();
@@ -251,6 +246,38 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
   out.lines.push_back("random: policy features declared: " +
                       (policy_names.empty() ? std::string("none (only the outcomes the spec makes mandatory are drawn)")
                                             : policy_names + " (their cases are drawn too)"));
+  return declared;
+}
+
+// §CONF.7 A failing random case, shrunk: its result (kept, with the sizes
+// before and after), its line in the report and its recipe for
+// --save-failures.
+void RecordFailure(const Options& o, Peer& peer, const Claims& claims, const vectors::RandomSuite& gen, int64_t i,
+                   const vectors::RandomCase& c, const TestResult& r, RandomRun& out, json& shrunk_report) {
+  const Shrunk s = Shrink(o, peer, claims, gen, i + 1, c, r);
+  TestResult f = s.result;
+  f.tc_id = i + 1;
+  f.detail = "random case " + std::to_string(i + 1) + " of seed " + std::to_string(o.random_seed) + " (" + c.type +
+             "): before shrinking " + c.size + "; after " + std::to_string(s.steps) + " shrink step(s) (" +
+             std::to_string(s.calls) + " calls) " + s.best.size + "\n" + f.detail;
+  shrunk_report.push_back({{"case", i + 1}, {"type", c.type}, {"reason", r.reason}, {"before", c.size},
+                           {"after", s.best.size}, {"shrinkSteps", s.steps}, {"shrinkCalls", s.calls},
+                           {"measureBefore", c.measure}, {"measureAfter", s.best.measure}});
+  out.failing[gen.suite].push_back(s.best);
+  out.comments[gen.suite].push_back("random case " + std::to_string(i + 1) + " of seed " + std::to_string(o.random_seed) +
+                                    " (" + vectors::kRandomVersion + ", spec " + vectors::kSpecVersion +
+                                    "), shrunk from " + c.size + " to " + s.best.size);
+  out.counts[Label(gen.suite)].Add(f);
+  out.results.push_back(std::move(f));
+}
+
+RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ostream& progress) {
+  RandomRun out;
+  out.report = {{"seed", o.random_seed}, {"casesPerSuite", o.random_cases}, {"generator", vectors::kRandomVersion},
+                {"specVersion", vectors::kSpecVersion}, {"replay", ReplayLine(o)}, {"suites", json::object()}};
+  out.lines.push_back("random: seed " + std::to_string(o.random_seed) + ", " + std::to_string(o.random_cases) +
+                      " cases per suite (" + vectors::kRandomVersion + ", spec " + vectors::kSpecVersion + ")");
+  const std::set<std::string> declared = DeclaredFeatures(o, claims, out);
   const auto start = Clock::now();
   auto last_progress = start;
   for (const vectors::RandomSuite& gen : vectors::RandomSuites()) {
@@ -325,22 +352,7 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
       if (r.status == "fail") {
         ++failures;
         ReceiveAll(o, peer, window);  // the answers ahead, read before shrinking asks anew
-        const vectors::RandomCase& c = p.c;
-        const Shrunk s = Shrink(o, peer, claims, gen, i + 1, c, r);
-        TestResult f = s.result;
-        f.tc_id = i + 1;
-        f.detail = "random case " + std::to_string(i + 1) + " of seed " + std::to_string(o.random_seed) + " (" + c.type +
-                   "): before shrinking " + c.size + "; after " + std::to_string(s.steps) + " shrink step(s) (" +
-                   std::to_string(s.calls) + " calls) " + s.best.size + "\n" + f.detail;
-        shrunk_report.push_back({{"case", i + 1}, {"type", c.type}, {"reason", r.reason}, {"before", c.size},
-                                 {"after", s.best.size}, {"shrinkSteps", s.steps}, {"shrinkCalls", s.calls},
-                                 {"measureBefore", c.measure}, {"measureAfter", s.best.measure}});
-        out.failing[gen.suite].push_back(s.best);
-        out.comments[gen.suite].push_back("random case " + std::to_string(i + 1) + " of seed " + std::to_string(o.random_seed) +
-                                          " (" + vectors::kRandomVersion + ", spec " + vectors::kSpecVersion +
-                                          "), shrunk from " + c.size + " to " + s.best.size);
-        out.counts[Label(gen.suite)].Add(f);
-        out.results.push_back(std::move(f));
+        RecordFailure(o, peer, claims, gen, i, p.c, r, out, shrunk_report);
       } else {
         out.counts[Label(gen.suite)].Add(r);  // counted, not kept (§ERR.3)
       }
