@@ -2,7 +2,7 @@
 /// The ground floor's file helpers, shared by the reference, the vectors and the
 /// tools: output files appear whole or not at all (§ERR.1), input files are
 /// read within a size limit (the mechanics of §ERR.4; the limits themselves are
-/// the reference's, reference/bad_inputs.h).
+/// the reference's, reference/input_files.h).
 #ifndef ENGRAM_BASE_FILEIO_H_
 #define ENGRAM_BASE_FILEIO_H_
 
@@ -36,7 +36,7 @@ class StagedFile {
 };
 
 // Reads the whole file at `path`, refusing it past `max_bytes` (§ERR.4, whose
-// table of limits per kind of file is reference/bad_inputs.h: ReadInputFile).
+// table of limits per kind of file is reference/input_files.h: ReadInputFile).
 // Pipes and devices are read in pieces and refused at the first byte past the
 // limit, never read beyond it. Throws engram::Error naming the path:
 // "<path>: cannot open for reading: ...", "<path>: is a directory, not a

@@ -7,7 +7,7 @@
 /// well before a 2 MB input is exhausted. nlohmann's parser callback sees the
 /// depth but cannot stop the parse without discarding the value, so the
 /// check is a separate pass over the bytes, linear and allocation-free, that
-/// every JSON parse site runs first (reference/bad_inputs.cc, token_map.cc).
+/// every JSON parse site runs first (reference/input_files.cc, token_map.cc).
 #ifndef ENGRAM_BASE_JSON_DEPTH_H_
 #define ENGRAM_BASE_JSON_DEPTH_H_
 

@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reference/bad_inputs.h"
+#include "reference/input_files.h"
 
 namespace engram {
 

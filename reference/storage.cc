@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reference/bad_inputs.h"
+#include "reference/input_files.h"
 #include "base/error.h"
 #include "base/splitmix64.h"
 

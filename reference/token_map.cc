@@ -352,7 +352,7 @@ void CheckDecoder(const json& root, const std::string& src) {
 
 Tokenizer ParseTokenizerJson(std::string_view text, std::string_view source) {
   const std::string src(source);
-  CheckJsonDepth(text, src);  // §ERR.6, as every JSON input (reference/bad_inputs.cc)
+  CheckJsonDepth(text, src);  // §ERR.6, as every JSON input (reference/input_files.cc)
   TokenizerJsonReader reader(src);
   if (!json::sax_parse(text.begin(), text.end(), &reader)) throw Error(src + ": " + reader.problem);
   const json& root = reader.root;

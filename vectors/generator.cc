@@ -11,7 +11,7 @@
 #include "base/error.h"
 #include "base/fileio.h"
 #include "base/sha256.h"
-#include "reference/bad_inputs.h"
+#include "reference/input_files.h"
 #include "reference/token_map.h"
 #include "vectors/suite.h"
 

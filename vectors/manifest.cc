@@ -13,7 +13,7 @@
 #include "base/error.h"
 #include "base/fileio.h"
 #include "base/sha256.h"
-#include "reference/bad_inputs.h"
+#include "reference/input_files.h"
 
 namespace engram::vectors {
 

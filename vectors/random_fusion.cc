@@ -37,7 +37,7 @@
 #include "reference/hash.h"
 #include "reference/layout.h"
 #include "vectors/compare.h"
-#include "vectors/random.h"
+#include "vectors/random_cases.h"
 #include "vectors/suite.h"
 #include "vectors/suite_fusion.h"
 

@@ -18,7 +18,7 @@
 #include "base/error.h"
 #include "reference/hash.h"
 #include "reference/layout.h"
-#include "vectors/random.h"
+#include "vectors/random_cases.h"
 #include "vectors/random_hash.h"
 #include "vectors/suite.h"
 

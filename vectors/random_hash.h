@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "reference/layout.h"
-#include "vectors/random.h"
+#include "vectors/random_cases.h"
 
 namespace engram::vectors {
 

@@ -37,7 +37,7 @@
 #include "reference/config.h"
 #include "reference/hash.h"
 #include "reference/layout.h"
-#include "vectors/random.h"
+#include "vectors/random_cases.h"
 #include "vectors/random_hash.h"
 #include "vectors/suite.h"
 #include "vectors/suite_hash_state.h"

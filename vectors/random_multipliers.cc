@@ -12,7 +12,7 @@
 
 #include "base/error.h"
 #include "reference/random.h"
-#include "vectors/random.h"
+#include "vectors/random_cases.h"
 
 namespace engram::vectors {
 namespace {

@@ -18,7 +18,7 @@
 #include "base/error.h"
 #include "base/hex.h"
 #include "reference/storage.h"
-#include "vectors/random.h"
+#include "vectors/random_cases.h"
 #include "vectors/suite_storage.h"
 
 namespace engram::vectors {

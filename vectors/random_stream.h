@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "vectors/random.h"
+#include "vectors/random_cases.h"
 
 namespace engram::vectors {
 

@@ -60,7 +60,7 @@
 #include "reference/hash.h"
 #include "reference/storage.h"
 #include "reference/token_map.h"
-#include "vectors/random.h"
+#include "vectors/random_cases.h"
 #include "vectors/suite.h"
 #include "vectors/suite_token_map.h"
 

@@ -12,7 +12,7 @@
 #include <valijson/validator.hpp>
 
 #include "base/error.h"
-#include "reference/bad_inputs.h"
+#include "reference/input_files.h"
 
 namespace engram::vectors {
 namespace {

@@ -8,7 +8,7 @@
 #include "base/error.h"
 #include "base/splitmix64.h"
 #include "reference/hash.h"
-#include "vectors/random.h"
+#include "vectors/random_cases.h"
 #include "vectors/random_stream.h"
 
 namespace engram::cli {

@@ -7,7 +7,7 @@
 #include "base/fileio.h"
 #include "base/sha256.h"
 #include "conformance/cli/common.h"
-#include "reference/bad_inputs.h"
+#include "reference/input_files.h"
 #include "reference/contract.h"
 
 namespace engram::cli {

@@ -6,7 +6,7 @@
 #include "conformance/cli/common.h"
 #include "conformance/cli/history_formats.h"
 #include "base/fileio.h"
-#include "reference/bad_inputs.h"
+#include "reference/input_files.h"
 #include "base/error.h"
 #include "reference/hash.h"
 #include "vectors/suite.h"

@@ -20,7 +20,7 @@
 #include "conformance/cli/common.h"
 #include "conformance/runner/watched_json.h"
 #include "engram/conformance.h"
-#include "reference/bad_inputs.h"
+#include "reference/input_files.h"
 #include "reference/fusion.h"
 #include "reference/storage.h"
 #include "reference/token_map.h"

@@ -12,7 +12,7 @@
 
 #include "conformance/cli/common.h"
 #include "base/fileio.h"
-#include "reference/bad_inputs.h"
+#include "reference/input_files.h"
 #include "base/error.h"
 #include "reference/token_map.h"
 

@@ -9,7 +9,7 @@
 #include "base/program_paths.h"
 #include "conformance/cli/common.h"
 #include "vectors/generator.h"
-#include "vectors/random.h"
+#include "vectors/random_cases.h"
 #include "vectors/random_stream.h"
 
 namespace engram::cli {

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reference/bad_inputs.h"
+#include "reference/input_files.h"
 #include "base/error.h"
 
 namespace engram::plugin {

@@ -21,10 +21,10 @@
 #include "conformance/runner/random_run.h"
 #include "conformance/runner/report.h"
 #include "conformance/runner/shard.h"
-#include "reference/bad_inputs.h"
+#include "reference/input_files.h"
 #include "vectors/compare.h"
 #include "vectors/generator.h"
-#include "vectors/random.h"
+#include "vectors/random_cases.h"
 
 namespace engram::conform {
 namespace {

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "vectors/compare.h"
-#include "reference/bad_inputs.h"
+#include "reference/input_files.h"
 #include "base/error.h"
 #include "conformance/runner/watched_json.h"
 

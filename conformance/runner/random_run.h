@@ -1,5 +1,5 @@
 // spec/conformance.md §CONF.7 — the runner's random phase: fresh cases from
-// the reference generators (vectors/random.h), judged like vector tests, a
+// the reference generators (vectors/random_cases.h), judged like vector tests, a
 // failing case shrunk while it still fails and saved as a vectors directory.
 #ifndef ENGRAM_CONFORMANCE_RUNNER_RANDOM_RUN_H_
 #define ENGRAM_CONFORMANCE_RUNNER_RANDOM_RUN_H_
@@ -15,7 +15,7 @@
 #include "conformance/runner/peer.h"
 #include "conformance/runner/report.h"
 #include "conformance/runner/runner.h"
-#include "vectors/random.h"
+#include "vectors/random_cases.h"
 
 namespace engram::conform {
 

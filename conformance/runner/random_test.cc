@@ -22,7 +22,7 @@
 #include "base/error.h"
 #include "base/sha256.h"
 #include "vectors/generator.h"
-#include "vectors/random.h"
+#include "vectors/random_cases.h"
 
 // A namespace of its own: the suite's files are compiled together (unity build).
 namespace random_test {

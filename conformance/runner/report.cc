@@ -3,7 +3,7 @@
 
 #include <sstream>
 
-#include "vectors/random.h"
+#include "vectors/random_cases.h"
 
 
 namespace engram::conform {

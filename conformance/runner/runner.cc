@@ -26,13 +26,13 @@
 #include "conformance/runner/peer.h"
 #include "conformance/runner/random_run.h"
 #include "conformance/runner/report.h"
-#include "reference/bad_inputs.h"
+#include "reference/input_files.h"
 #include "reference/contract.h"
 #include "reference/token_map.h"
 #include "vectors/compare.h"
 #include "vectors/generator.h"
 #include "vectors/manifest.h"
-#include "vectors/random.h"
+#include "vectors/random_cases.h"
 #include "vectors/schema_check.h"
 
 namespace engram::conform {

@@ -31,7 +31,7 @@
 #include "conformance/runner/watched_json.h"
 #include "base/error.h"
 #include "base/sha256.h"
-#include "reference/bad_inputs.h"
+#include "reference/input_files.h"
 #include "vectors/generator.h"
 #include "vectors/manifest.h"
 

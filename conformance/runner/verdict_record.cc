@@ -5,10 +5,10 @@
 #include <set>
 
 #include "base/error.h"
-#include "reference/bad_inputs.h"
+#include "reference/input_files.h"
 #include "reference/config.h"
 #include "vectors/generator.h"
-#include "vectors/random.h"
+#include "vectors/random_cases.h"
 
 namespace engram::conform {
 

@@ -1,7 +1,7 @@
 // The JSON lines of the protocol (§CONF.2) parsed in one pass: the runner
 // reads one answer per case and the plug-in host one request, so this is
 // their hot path. Only a fast path: on any doubt the caller parses again
-// with the strict parser (reference/bad_inputs.h), which decides and words
+// with the strict parser (reference/input_files.h), which decides and words
 // the refusal.
 #ifndef ENGRAM_CONFORMANCE_RUNNER_WATCHED_JSON_H_
 #define ENGRAM_CONFORMANCE_RUNNER_WATCHED_JSON_H_

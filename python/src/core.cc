@@ -37,7 +37,7 @@
 #include "vectors/compare.h"
 #include "vectors/generator.h"
 #include "vectors/manifest.h"
-#include "vectors/random.h"
+#include "vectors/random_cases.h"
 #include "vectors/random_stream.h"
 #include "vectors/trivial.h"
 

@@ -1,5 +1,5 @@
 // Tests of §ERR.4 (bounded reads) and §ERR.5 (unique JSON keys).
-#include "reference/bad_inputs.h"
+#include "reference/input_files.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -27,7 +27,7 @@ std::string ErrorOf(const std::function<void()>& f) {
 }
 
 struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("engram_bad_inputs_test_" + std::to_string(::getpid()));
+  fs::path path = fs::temp_directory_path() / ("engram_input_files_test_" + std::to_string(::getpid()));
   TempDir() { fs::create_directories(path); }
   ~TempDir() {
     std::error_code ec;

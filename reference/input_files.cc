@@ -1,5 +1,5 @@
 // §ERR Untrusted input files: bounded reads (§ERR.4) and strict JSON (§ERR.5).
-#include "reference/bad_inputs.h"
+#include "reference/input_files.h"
 
 #include "base/error.h"
 #include "base/fileio.h"

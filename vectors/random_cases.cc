@@ -1,5 +1,5 @@
 // spec/conformance.md §CONF.7 — the case generators' registry and what they share.
-#include "vectors/random.h"
+#include "vectors/random_cases.h"
 
 #include <cmath>
 

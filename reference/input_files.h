@@ -8,8 +8,8 @@
 ///    runs out; a directory given as a file is named as such;
 ///  - §ERR.5 JSON objects have unique keys: a second `"engram_pad_id"` is a
 ///    refusal, never a silent last-wins.
-#ifndef ENGRAM_REFERENCE_BAD_INPUTS_H_
-#define ENGRAM_REFERENCE_BAD_INPUTS_H_
+#ifndef ENGRAM_REFERENCE_INPUT_FILES_H_
+#define ENGRAM_REFERENCE_INPUT_FILES_H_
 
 #include <cstdint>
 #include <filesystem>
@@ -88,4 +88,4 @@ class JsonKeyChecker {
 
 }  // namespace engram
 
-#endif  // ENGRAM_REFERENCE_BAD_INPUTS_H_
+#endif  // ENGRAM_REFERENCE_INPUT_FILES_H_
