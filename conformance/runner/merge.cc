@@ -79,32 +79,16 @@ class TempFile {
   bool kept_ = false;
 };
 
-std::string Xml(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') out += ' ';
-        else out.push_back(c);
-    }
-  }
-  return out;
-}
-
 // One result's JUnit testcase, as JunitReport writes it.
 std::string JunitCase(const TestResult& r) {
   std::ostringstream x;
-  x << "  <testcase classname=\"" << Xml(r.suite) << "\" name=\"tc" << r.tc_id << "\" time=\"" << r.seconds << "\">";
+  x << "  <testcase classname=\"" << XmlEscape(r.suite) << "\" name=\"tc" << r.tc_id << "\" time=\"" << r.seconds << "\">";
   if (r.status == "fail") {
-    x << "<failure type=\"" << Xml(r.reason) << "\" message=\"" << Xml(r.reason) << "\">" << Xml(r.detail) << "</failure>";
+    x << "<failure type=\"" << XmlEscape(r.reason) << "\" message=\"" << XmlEscape(r.reason) << "\">" << XmlEscape(r.detail) << "</failure>";
   } else if (r.status == "skipped") {
-    x << "<skipped message=\"" << Xml(r.detail) << "\"/>";
+    x << "<skipped message=\"" << XmlEscape(r.detail) << "\"/>";
   } else if (r.status != "pass") {
-    x << "<system-out>" << Xml(r.status + ": " + r.detail) << "</system-out>";
+    x << "<system-out>" << XmlEscape(r.status + ": " + r.detail) << "</system-out>";
   }
   x << "</testcase>\n";
   return x.str();
@@ -398,11 +382,11 @@ void WriteMergedReports(const MergeOptions& o, const json& head_of_first, Stream
       if (auto it = v.suite_problems.find(suite); it != v.suite_problems.end()) problems_here = it->second;
       JunitSuite& js = streams.junit_suites[suite];
       const int64_t n = static_cast<int64_t>(problems_here.size());
-      target.Write(" <testsuite name=\"" + Xml(suite) + "\" tests=\"" + std::to_string(js.tests + n) + "\" failures=\"" +
+      target.Write(" <testsuite name=\"" + XmlEscape(suite) + "\" tests=\"" + std::to_string(js.tests + n) + "\" failures=\"" +
                    std::to_string(js.failures + n) + "\" skipped=\"" + std::to_string(js.skipped) + "\">\n");
       for (const std::string& p : problems_here) {
-        target.Write("  <testcase classname=\"" + Xml(suite) + "\" name=\"suite\"><failure type=\"suite\" message=\"" + Xml(p) +
-                     "\">" + Xml(p) + "</failure></testcase>\n");
+        target.Write("  <testcase classname=\"" + XmlEscape(suite) + "\" name=\"suite\"><failure type=\"suite\" message=\"" + XmlEscape(p) +
+                     "\">" + XmlEscape(p) + "</failure></testcase>\n");
       }
       if (js.file) target.Append(*js.file);
       target.Write(" </testsuite>\n");

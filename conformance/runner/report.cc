@@ -171,26 +171,6 @@ std::string JsonReport(const json& hello, const std::vector<TestResult>& results
   return report.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
-namespace {
-
-std::string XmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') out += ' ';
-        else out.push_back(c);
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 std::string JunitReport(const std::vector<TestResult>& results, const Verdict& verdict) {
   std::map<std::string, std::vector<const TestResult*>> by_suite;
   for (const TestResult& r : results) by_suite[r.suite].push_back(&r);
@@ -322,6 +302,22 @@ void DecideScope(const Scope& scope, Verdict& v) {
                          (v.total.trivial ? "; " + std::to_string(v.total.trivial) + " trivial test(s) passed" : std::string()) +
                          (v.total.skipped ? "; skipped: " + all.substr(0, all.size() - 2) : std::string()));
   }
+}
+
+std::string XmlEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') out += ' ';
+        else out.push_back(c);
+    }
+  }
+  return out;
 }
 
 json CountsJson(const Counts& c) {

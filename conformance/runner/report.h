@@ -82,6 +82,9 @@ std::string JsonReport(const nlohmann::ordered_json& hello, const std::vector<Te
 // --junit: one testsuite per vector suite, one testcase per tcId, and one
 // testcase "suite" per suite-level problem, as the file's text.
 std::string JunitReport(const std::vector<TestResult>& results, const Verdict& verdict);
+/// Text made safe for an XML attribute or element (JUnit reports; control
+/// characters other than newline and tab become spaces, as XML 1.0 allows none).
+std::string XmlEscape(const std::string& s);
 
 // §CONF.4 What the verdict of a whole run asks of its scope, decided from the
 // counts alone (so that the merge of shards decides it as a single run does,
