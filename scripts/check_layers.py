@@ -10,8 +10,9 @@ the ground up:
   1  reference/             the scalar reference, one file per spec section
   2  vectors/               the generator, verifier, random cases, comparison
   3  conformance/runner/, conformance/plugins/, conformance/testutil/
-  4  conformance/cli/, conformance/badinput/, conformance/fuzz/, python/ (the Python module)
-  5  cuda/, docs/, packaging/
+  4  conformance/host/       the C-ABI plug-in host (it reads requests as the runner does)
+  5  conformance/cli/, conformance/badinput/, conformance/fuzz/, python/ (the Python module)
+  6  cuda/, docs/, packaging/
 
 An arrow may run down or stay inside its own part; one that runs up, or
 sideways between two parts of a floor, is a finding. The drawing
@@ -36,13 +37,14 @@ PARTS = [  # (part, floor, how an include names it)
     ("conformance/runner", 3, "conformance/runner/"),
     ("conformance/plugins", 3, "conformance/plugins/"),
     ("conformance/testutil", 3, "conformance/testutil/"),
-    ("conformance/cli", 4, "conformance/cli/"),
-    ("conformance/badinput", 4, "conformance/badinput/"),
-    ("conformance/fuzz", 4, "conformance/fuzz/"),
-    ("python", 4, "python/"),
-    ("cuda", 5, "cuda/"),
-    ("docs", 5, "docs/"),
-    ("packaging", 5, "packaging/"),
+    ("conformance/host", 4, "conformance/host/"),
+    ("conformance/cli", 5, "conformance/cli/"),
+    ("conformance/badinput", 5, "conformance/badinput/"),
+    ("conformance/fuzz", 5, "conformance/fuzz/"),
+    ("python", 5, "python/"),
+    ("cuda", 6, "cuda/"),
+    ("docs", 6, "docs/"),
+    ("packaging", 6, "packaging/"),
 ]
 FLOOR = {p: f for p, f, _ in PARTS}
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)

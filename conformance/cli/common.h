@@ -95,7 +95,7 @@ TokenMap BuildTokenMapFromFile(const std::string& path);
 void AddContractCommand(CLI::App& app);
 void AddConformCommand(CLI::App& app);     // cmd_conform.cc (§CONF)
 void AddReportCommand(CLI::App& app);      // cmd_report.cc (§CONF.9: report merge)
-void AddPluginHostCommand(CLI::App& app);  // conformance/host/plugin_host.cc (§CONF.3)
+void AddPluginHostCommand(CLI::App& app);  // cmd_plugin_host.cc (§CONF.3)
 void AddGateCommand(CLI::App& app);  // cmd_gate.cc (§FUS)
 void AddExplainCommand(CLI::App& app);  // cmd_explain.cc (docs/walkthrough.md)
 
