@@ -25,6 +25,7 @@
 
 #include "base/program_paths.h"
 #include "base/hex.h"
+#include "conformance/testutil/run_cli.h"
 #include "conformance/testutil/sanitized.h"
 
 namespace {
@@ -34,38 +35,12 @@ using nlohmann::json;
 using testing::HasSubstr;
 using testing::Not;
 
-struct Result {
-  int exit_code;
-  std::string out;
-  std::string err;
-};
-
-// The scratch directory of this test process; removed when the process's
-// tests end, whether they passed or failed (a gtest environment's TearDown runs
-// after every test, also after a failed ASSERT).
-fs::path TempDirPath() { return fs::temp_directory_path() / ("engram_cli_test_" + std::to_string(::getpid())); }
-
-fs::path TempDir() {
-  fs::path dir = TempDirPath();
-  fs::create_directories(dir);
-  return dir;
-}
-
-class RemoveTempDir : public testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(TempDirPath(), ec);
-  }
-};
-testing::Environment* const kRemoveTempDir = testing::AddGlobalTestEnvironment(new RemoveTempDir);
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using Result = engram::testutil::CliResult;
+using engram::testutil::kDemo;
+using engram::testutil::kV41;
+using engram::testutil::RunCli;
+using engram::testutil::Slurp;
+using engram::testutil::TempDir;
 
 void Write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
 
@@ -82,17 +57,6 @@ std::string FirstDifferingLine(const std::string& a, const std::string& b) {
     }
   }
 }
-
-Result RunCli(const std::string& args) {
-  const fs::path dir = TempDir();
-  const fs::path out = dir / "stdout", err = dir / "stderr";
-  const std::string cmd = std::string(ENGRAM_CLI) + " " + args + " >" + out.string() + " 2>" + err.string();
-  int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(out), Slurp(err)};
-}
-
-const std::string kV41 = std::string(ENGRAM_SOURCE_DIR) + "/conformance/configs/v41-flash.json";
-const std::string kDemo = std::string(ENGRAM_SOURCE_DIR) + "/conformance/configs/demo-v1.json";
 
 TEST(CliLayout, PublishedV41Figures) {
   // §LAY.4 / §RNG.4: the figures DeepSeek's config and code publish.

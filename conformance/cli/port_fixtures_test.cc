@@ -6,18 +6,14 @@
 // fixture or from the code under test.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
-#include "base/program_paths.h"
+#include "conformance/testutil/run_cli.h"
 
 namespace {
 
@@ -25,48 +21,17 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::HasSubstr;
 
-struct Result {
-  int exit_code;
-  std::string out;
-  std::string err;
-};
-
-fs::path TempDir() {
-  static const fs::path dir = fs::temp_directory_path() / ("engram_port_fixtures_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
-
-class RemoveTempDir : public testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(TempDir(), ec);
-  }
-};
-testing::Environment* const kRemoveTempDir = testing::AddGlobalTestEnvironment(new RemoveTempDir);
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using Result = engram::testutil::CliResult;
+using engram::testutil::kV41;
+using engram::testutil::RunCli;
+using engram::testutil::Slurp;
+using engram::testutil::TempDir;
 
 fs::path Write(const std::string& name, const std::string& text) {
   const fs::path p = TempDir() / name;
   std::ofstream(p, std::ios::binary) << text;
   return p;
 }
-
-Result RunCli(const std::string& args) {
-  const fs::path out = TempDir() / "stdout", err = TempDir() / "stderr";
-  const std::string cmd = std::string(ENGRAM_CLI) + " " + args + " >" + out.string() + " 2>" + err.string();
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(out), Slurp(err)};
-}
-
-const std::string kV41 = std::string(ENGRAM_SOURCE_DIR) + "/conformance/configs/v41-flash.json";
 
 // §TOK.5 A test map whose largest compressed id is below the configuration's
 // engram_compressed_vocab_size - 1 (as in ports' unit tests, which pick a few
