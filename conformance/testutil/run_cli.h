@@ -60,6 +60,11 @@ inline std::string Slurp(const std::filesystem::path& p) {
   return ss.str();
 }
 
+// Writes `text` to `p` as it is (no newline added).
+inline void Write(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream(p, std::ios::binary) << text;
+}
+
 // Runs `engram ARGS` through the shell (ARGS is shell text: quote what needs it).
 inline CliResult RunCli(const std::string& args) {
   const std::filesystem::path dir = TempDir();
