@@ -143,22 +143,8 @@ run_array() {  # name, implementation options...
   "$BIN" conform --vectors "$VEC" "${impl[@]}" --random "$N" --seed "$seed" --random-threads 1 --accumulate-max 100000 \
     --report-json "$work/out/$name-single.json" >"$work/out/$name-single.txt" 2>/dev/null ||
     { tail -n 3 "$work/out/$name-single.txt"; fail "the single-process run of $name is not OK"; }
-  "$PY" - "$work/out/$name-merged.json" "$work/out/$name-single.json" "$name" <<'PY' || fail "the merged $name run differs from the single-process run"
-import json, sys
-merged, single, name = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
-problems = []
-if merged["verdict"]["line"] != single["verdict"]["line"]:
-    problems.append("verdict line: %r vs %r" % (merged["verdict"]["line"], single["verdict"]["line"]))
-if merged["suites"] != single["suites"]:
-    problems.append("per-suite counts differ")
-for label, c in single["shard"]["cases"].items():
-    m = merged["shard"]["cases"].get(label, {})
-    if (m.get("requests"), m.get("sha256Sum")) != (c["requests"], c["sha256Sum"]):
-        problems.append("%s: requests/digest %s vs %s" % (label, m, c))
-if problems:
-    print("\n".join(problems)); sys.exit(1)
-print("slurm stage: %s: merged == single process: %s" % (name, merged["verdict"]["line"]))
-PY
+  "$PY" "$ROOT/scripts/merged_equals_single.py" "$work/out/$name-merged.json" "$work/out/$name-single.json" "slurm stage: $name" ||
+    fail "the merged $name run differs from the single-process run"
 }
 run_array plugin --lib "$PLUGIN"
 # The adapter on the random cases of three suites (numpy's start-up is most of a task's time here).

@@ -86,6 +86,9 @@ echo "== slurm: a real single-node Slurm runs engram conform as a job array of 4
 slurm_t0=$(date +%s)
 scripts/slurm_stage.sh
 echo "slurm: stage took $(( $(date +%s) - slurm_t0 )) s"
+# The sharded benchmark, small: 2 shards against one process, merged and compared, and the merge of
+# synthetic shard reports (scripts/bench_shard_reports.py), so that the benchmark of issue 31 does not rot.
+ENGRAM_BIN="$engram" scripts/bench_random.sh --shards 2 40 --merge-results 200
 
 echo "== docs: Doxygen (warnings are errors), offline (no external fetch), snippets ran in ctest, relative links"
 cmake --build --preset release --target docs
