@@ -260,6 +260,23 @@ ojson ComputeForwardDemo(const json& group, const json& test, Bug bug) {
   return ForwardDemo(group, test, std::nullopt, bug);
 }
 
+namespace {
+
+// §FUS.9.1 Whether a v4.1 port's final `out` fails: an element that is not a
+// faithful bf16 rounding of a value in the expected outLow64 .. outHigh64 (the
+// check of both kinds of port bug below).
+bool V41OutFails(const ojson& got, const ojson& expected) {
+  for (size_t i = 0; i < expected["out"].size(); ++i) {
+    if (!FaithfulBf16Between(got["out"][i].get<uint16_t>(), ReadHex(expected["outLow64"][i], "outLow64"),
+                             ReadHex(expected["outHigh64"][i], "outHigh64"))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 // §CONF.4 Whether a port with a hash-family bug fails a valid EngramForwardTest:
 // the mutant's rows feed the same pipeline, and the port fails when an output
 // it returns falls outside its §FUS.9 rule. Only the final output is checked
@@ -274,12 +291,7 @@ bool HashMutantFailsForward(Mutant m, const json& group, const json& test, const
   const ojson got = v41 ? ForwardV41(group, test, m) : ForwardDemo(group, test, m);
   bool fails = false;
   if (v41) {
-    for (size_t i = 0; i < expected["out"].size(); ++i) {
-      if (!FaithfulBf16Between(got["out"][i].get<uint16_t>(), ReadHex(expected["outLow64"][i], "outLow64"),
-                               ReadHex(expected["outHigh64"][i], "outHigh64"))) {
-        fails = true;
-      }
-    }
+    fails = V41OutFails(got, expected);
   } else {
     // As the runner judges `output` (§FUS.9, over outputLow64 .. outputHigh64, §FUS.9.1).
     const ojson want = {{"output", expected["output"]},
@@ -309,12 +321,7 @@ bool DecodeBugFailsForward(DecodeBug bug, const json& group, const json& test, c
                   expected["intermediate"]["e"].get<std::vector<uint16_t>>())) {
     return false;
   }
-  for (size_t i = 0; i < expected["out"].size(); ++i) {
-    if (!FaithfulBf16Between(got["out"][i].get<uint16_t>(), ReadHex(expected["outLow64"][i], "outLow64"),
-                             ReadHex(expected["outHigh64"][i], "outHigh64"))) {
-      return true;
-    }
-  }
+  if (V41OutFails(got, expected)) return true;
   throw Error("generator: the " + DecodeBugFlag(bug) + " port decodes other table rows in an engram_forward test but "
               "its output passes: cannot decide the flag, choose other inputs");
 }
