@@ -922,28 +922,6 @@ TEST(Manifest, AbsoluteAndEscapingPathsAreRefusedByConformAndVerify) {
   }
 }
 
-TEST(ConformSplit, InputsBeforeResultOutputsAfter) {
-  const nlohmann::ordered_json t = nlohmann::ordered_json::parse(
-      R"({"tcId":1,"comment":"c","flags":[],"specRef":["§HASH.4"],"ids":[1,2],"result":"valid","rows":[[[3]]],"intermediate":[]})");
-  const engram::conform::SplitTest s = engram::conform::SplitOrdered("HashTest", t);
-  EXPECT_EQ(s.inputs.dump(), R"({"ids":[1,2]})");
-  EXPECT_EQ(s.expected.dump(), R"({"rows":[[[3]]],"intermediate":[]})");
-  EXPECT_EQ(engram::conform::CompareOrdered("HashTest", s.expected, nlohmann::ordered_json::parse(R"({"rows":[[[4]]]})")),
-            "rows[0][0][0]: expected 3, got 4");
-  EXPECT_EQ(engram::conform::CompareOrdered("HashTest", s.expected, nlohmann::ordered_json::parse(R"({"rows":[[[3]]]})")), "");
-}
-
-TEST(ConformSplit, NestedStepOutputsAreStripped) {
-  const nlohmann::ordered_json t = nlohmann::ordered_json::parse(
-      R"({"tcId":1,"comment":"","flags":[],"specRef":[],"result":"valid","steps":[{"op":"append","seq":"a","ids":[1],"rows":[[[5]]],"positionAfter":1,"historyAfter":[1]}]})");
-  const engram::conform::SplitTest s = engram::conform::SplitOrdered("HashStateTest", t);
-  EXPECT_EQ(s.inputs.dump(), R"({"steps":[{"op":"append","seq":"a","ids":[1]}]})");
-  auto actual = nlohmann::ordered_json::parse(
-      R"({"steps":[{"op":"append","seq":"a","ids":[1],"rows":[[[5]]],"positionAfter":1,"historyAfter":[2]}]})");
-  EXPECT_EQ(engram::conform::CompareOrdered("HashStateTest", s.expected, actual),
-            "steps[0].historyAfter[0]: expected 1, got 2");
-}
-
 // The failing and the flagged tests ("suite:tcId") of one run of the numpy
 // adapter with `args` over `suites`.
 struct FailedAndFlagged {
