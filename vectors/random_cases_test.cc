@@ -112,7 +112,7 @@ TEST(RandomCases, TheSameSeedGivesTheSameBytesInAnyOrder) {
 // that changes on purpose changes the generator version (kRandomVersion) and
 // the file with it; the message prints the lines to commit.
 TEST(RandomCases, GeneratorVersionPinsEveryCaseByteForByte) {
-  const std::string path = std::string(ENGRAM_SOURCE_DIR) + "/conformance/runner/testdata/" +
+  const std::string path = std::string(ENGRAM_SOURCE_DIR) + "/vectors/testdata/" +
                            engram::vectors::kRandomVersion + ".sha256";
   std::map<std::string, std::string> pinned;  // "suite seed S cases 0-N" -> digest
   {
