@@ -146,10 +146,10 @@ RandomSuite RandomTableLookup();  // SyntheticLookupTest (random_storage.cc)
 RandomSuite RandomTpShard();      // RowShardTest and HeadShardTest
 RandomSuite RandomHashState();    // HashHandoffTest (random_hash_state.cc)
 RandomSuite RandomTokenMap();     // TokenMapTest and TokenLookupTest (random_token_map.cc)
-RandomSuite RandomGateV41();      // GateFunctionTest, V41GateTest, WkvTest (random_fusion.cc)
-RandomSuite RandomGateDemo();     // GateFunctionTest, DemoGateTest
-RandomSuite RandomShortConv();    // ShortConvTest
-RandomSuite RandomEngramForward();  // EngramForwardTest, both profiles
+RandomSuite RandomGateV41();      // GateFunctionTest, V41GateTest, WkvTest (random_gate_v41.cc)
+RandomSuite RandomGateDemo();     // GateFunctionTest, DemoGateTest (random_gate_demo.cc)
+RandomSuite RandomShortConv();    // ShortConvTest (random_short_conv_demo.cc)
+RandomSuite RandomEngramForward();  // EngramForwardTest, both profiles (random_engram_forward.cc)
 
 }  // namespace engram::vectors
 

@@ -112,10 +112,10 @@ SuiteDef AccumulatedSuite();
 SuiteDef Fp8DecodeSuite();    // suite_storage.cc (§STO)
 SuiteDef TableLookupSuite();
 SuiteDef TpShardSuite();
-SuiteDef GateV41Suite();        // suite_fusion.cc (§FUS)
-SuiteDef GateDemoSuite();
-SuiteDef ShortConvDemoSuite();
-SuiteDef EngramForwardSuite();
+SuiteDef GateV41Suite();        // suite_gate_v41.cc (§FUS; shared parts: suite_fusion.cc)
+SuiteDef GateDemoSuite();       // suite_gate_demo.cc
+SuiteDef ShortConvDemoSuite();  // suite_short_conv_demo.cc
+SuiteDef EngramForwardSuite();  // suite_engram_forward.cc
 
 // The registry, in generation order.
 const std::vector<SuiteDef>& AllSuites();

@@ -1,5 +1,7 @@
-// What the fusion suites' fixed vectors (suite_fusion.cc) and their random
-// cases (random_fusion.cc) share (spec/fusion.md §FUS.9-§FUS.10), so that a
+// What the fusion suites' fixed vectors (suite_fusion.cc and the suite files
+// suite_gate_v41.cc, suite_gate_demo.cc, suite_short_conv_demo.cc,
+// suite_engram_forward.cc) and their random cases (random_fusion.cc and
+// random_<suite>.cc) share (spec/fusion.md §FUS.9-§FUS.10), so that a
 // random case has exactly the fields, tolerance blocks and intermediate
 // values of a committed vector.
 #ifndef ENGRAM_VECTORS_SUITE_FUSION_H_

@@ -1,5 +1,6 @@
 // What the end-to-end tests of `engram conform` share (runner_test.cc,
-// random_test.cc): running the CLI, a scratch directory, the paths.
+// random_test.cc): running the CLI, the paths (the scratch directory and the
+// vectors: vectors/vectors_test_util.h).
 #ifndef ENGRAM_CONFORMANCE_RUNNER_CONFORM_TEST_UTIL_H_
 #define ENGRAM_CONFORMANCE_RUNNER_CONFORM_TEST_UTIL_H_
 
@@ -15,38 +16,21 @@
 #include <nlohmann/json.hpp>
 
 #include "base/program_paths.h"
+#include "vectors/vectors_test_util.h"
 
 namespace engram::conform::test {
 
 namespace fs = std::filesystem;
+// The scratch directory, files, vectors and python, shared with the tests of vectors/.
+using vectors::test::Dir;
+using vectors::test::kVectors;
+using vectors::test::Python;
+using vectors::test::Slurp;
 
 struct Result {
   int exit_code;
   std::string out;
 };
-
-// One scratch directory per test process, removed when the process ends
-// (a passing or failing run leaves nothing in /tmp).
-struct ScratchDir {
-  fs::path path = fs::temp_directory_path() / ("engram_conform_test_" + std::to_string(::getpid()));
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-inline fs::path Dir() {
-  static ScratchDir dir;
-  fs::create_directories(dir.path);
-  return dir.path;
-}
-
-inline std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 inline Result Conform(const std::string& args) {
   const fs::path out = Dir() / "out.txt";
@@ -67,7 +51,6 @@ inline Split ConformSplit(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(out), Slurp(err)};
 }
 
-inline const std::string kVectors = std::string(ENGRAM_SOURCE_DIR) + "/vectors";
 inline const std::string kAdapter = std::string(ENGRAM_SOURCE_DIR) + "/conformance/examples/numpy_adapter.py";
 
 // The number of tests in the committed vectors/v1/<suite>.json, counted from
@@ -79,11 +62,6 @@ inline std::string TestsIn(const std::string& suite, int less = 0) {
   size_t n = 0;
   for (const nlohmann::json& group : doc.at("testGroups")) n += group.at("tests").size();
   return std::to_string(static_cast<long long>(n) - less);
-}
-
-inline std::string Python() {
-  const char* p = std::getenv("ENGRAM_PYTHON");
-  return p == nullptr ? "" : p;
 }
 
 }  // namespace engram::conform::test

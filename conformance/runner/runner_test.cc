@@ -879,31 +879,6 @@ TEST(Conform, RefusesVectorsThatFailTheirManifest) {
   EXPECT_THAT(r.out, HasSubstr("v1/layout.json does not match MANIFEST.sha256"));
 }
 
-// §VEC.13 The committed vectors are a released set: when they are regenerated
-// and vectors/RELEASED does not list the new manifest, this fails (and
-// `engram conform` would call the project's own vectors "modified").
-TEST(Released, CommittedManifestIsAReleasedSet) {
-  const std::string digest = engram::Sha256Hex(Slurp(kVectors + "/MANIFEST.sha256"));
-  const std::optional<std::string> version = engram::vectors::ReleasedSet(digest);
-  ASSERT_TRUE(version.has_value()) << "vectors/MANIFEST.sha256 has SHA-256 " << digest
-                                   << ", which vectors/RELEASED does not list: add the line '" << digest << "  "
-                                   << engram::vectors::kSpecVersion << "' (and re-run cmake)";
-  EXPECT_EQ(*version, engram::vectors::kSpecVersion);
-}
-
-// §VEC.13 What the tool carries is vectors/RELEASED as committed (the list is
-// compiled in; a build that missed an edit of the file would disagree).
-TEST(Released, TheCompiledListIsVectorsReleased) {
-  std::istringstream lines(Slurp(fs::path(ENGRAM_SOURCE_DIR) / "vectors/RELEASED"));
-  std::vector<std::pair<std::string, std::string>> listed;
-  for (std::string line; std::getline(lines, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    ASSERT_EQ(line.size(), 64u + 2u + std::string(engram::vectors::kSpecVersion).size()) << line;
-    listed.emplace_back(line.substr(0, 64), line.substr(66));
-  }
-  EXPECT_EQ(listed, engram::vectors::ReleasedSets());
-}
-
 // §VEC.9 A manifest line with an absolute path (the file exists, its digest
 // is right) is refused by the function conform and verify share, and by both
 // commands; so is a relative path through a symbolic link to that file.
@@ -945,28 +920,6 @@ TEST(Manifest, AbsoluteAndEscapingPathsAreRefusedByConformAndVerify) {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << Slurp(out);
     EXPECT_THAT(Slurp(out), HasSubstr(why));
   }
-}
-
-TEST(ConformSplit, InputsBeforeResultOutputsAfter) {
-  const nlohmann::ordered_json t = nlohmann::ordered_json::parse(
-      R"({"tcId":1,"comment":"c","flags":[],"specRef":["§HASH.4"],"ids":[1,2],"result":"valid","rows":[[[3]]],"intermediate":[]})");
-  const engram::conform::SplitTest s = engram::conform::SplitOrdered("HashTest", t);
-  EXPECT_EQ(s.inputs.dump(), R"({"ids":[1,2]})");
-  EXPECT_EQ(s.expected.dump(), R"({"rows":[[[3]]],"intermediate":[]})");
-  EXPECT_EQ(engram::conform::CompareOrdered("HashTest", s.expected, nlohmann::ordered_json::parse(R"({"rows":[[[4]]]})")),
-            "rows[0][0][0]: expected 3, got 4");
-  EXPECT_EQ(engram::conform::CompareOrdered("HashTest", s.expected, nlohmann::ordered_json::parse(R"({"rows":[[[3]]]})")), "");
-}
-
-TEST(ConformSplit, NestedStepOutputsAreStripped) {
-  const nlohmann::ordered_json t = nlohmann::ordered_json::parse(
-      R"({"tcId":1,"comment":"","flags":[],"specRef":[],"result":"valid","steps":[{"op":"append","seq":"a","ids":[1],"rows":[[[5]]],"positionAfter":1,"historyAfter":[1]}]})");
-  const engram::conform::SplitTest s = engram::conform::SplitOrdered("HashStateTest", t);
-  EXPECT_EQ(s.inputs.dump(), R"({"steps":[{"op":"append","seq":"a","ids":[1]}]})");
-  auto actual = nlohmann::ordered_json::parse(
-      R"({"steps":[{"op":"append","seq":"a","ids":[1],"rows":[[[5]]],"positionAfter":1,"historyAfter":[2]}]})");
-  EXPECT_EQ(engram::conform::CompareOrdered("HashStateTest", s.expected, actual),
-            "steps[0].historyAfter[0]: expected 1, got 2");
 }
 
 // The failing and the flagged tests ("suite:tcId") of one run of the numpy

@@ -3,6 +3,7 @@
 // end: 1, 3 and 7 shards of the same work merged equal the single run, and
 // every kind of wrong set of shards is refused with no verdict.
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@
 namespace engram::conform {
 namespace {
 
+namespace fs = std::filesystem;
 using test::Conform;
 using test::Dir;
 using test::Slurp;
