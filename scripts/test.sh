@@ -17,7 +17,47 @@ case "${1:-}" in
   "") ;;
   *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
 esac
-[ -n "$quick" ] || scripts/setup.sh
+
+# The time budget of each stage of the full run (issue 32 item 7), in seconds, on the CI machine
+# (2 cores, 24 GiB) from a fresh clone with an EMPTY compiler cache; the whole run: at most 900 s.
+# Every stage prints its time against its budget when it ends, and the run ends with the table.
+# A stage over its budget is reported (OVER), never failed: the machine is shared and noisy.
+declare -A budget=(
+  [setup]=30 [build]=240 [oracles]=20 [ctest]=120 [vectors]=20 [slurm]=30
+  [docs]=25 [layers]=10 [packaging]=30 [python]=60 [cuda]=45
+  [asan-build]=150 [asan-ctest]=100 [fuzz]=20
+)
+stage_name="" stage_t0=0 run_t0=$(date +%s)
+stage_lines=()
+stage_end() {
+  [ -n "$stage_name" ] || return 0
+  local t=$(( $(date +%s) - stage_t0 )) b=${budget[$stage_name]}
+  local line
+  line=$(printf '%-11s %5d s  (budget %4d s)%s' "$stage_name" "$t" "$b" "$( ((t > b)) && echo "  OVER" )")
+  echo "stage $line"
+  stage_lines+=("$line")
+  stage_name=""
+}
+stage() {  # key (of budget), title
+  stage_end
+  stage_name=$1 stage_t0=$(date +%s)
+  echo "== $2"
+}
+stage_table() {
+  stage_end
+  [ ${#stage_lines[@]} -gt 0 ] || return 0
+  local total=0 b
+  for b in "${budget[@]}"; do total=$((total + b)); done
+  echo "== stage times (budget: scripts/test.sh)"
+  printf '  %s\n' "${stage_lines[@]}"
+  printf '  %-11s %5d s  (budget %4d s)\n' total $(( $(date +%s) - run_t0 )) "$total"
+}
+
+if [ -z "$quick" ]; then
+  stage setup "setup: Debian packages, the Python venv (scripts/setup.sh)"
+  scripts/setup.sh
+  stage build "build: the release preset"
+fi
 scripts/build.sh release
 py=.venv/bin/python
 
@@ -43,7 +83,7 @@ fi
 xdir=build/crosscheck
 mkdir -p "$xdir"
 
-echo "== cross-check oracles (real numpy, sympy)"
+stage oracles "cross-check oracles (real numpy, sympy)"
 "$py" conformance/crosscheck/numpy_multipliers.py --out "$xdir/multipliers.json"
 "$py" conformance/crosscheck/numpy_hash.py --out "$xdir/hash.json"
 "$py" conformance/crosscheck/hf_token_map.py --out "$xdir/token_map.json"  # HF tokenizers, synthetic + real
@@ -61,10 +101,10 @@ export ENGRAM_PYTHON="$root/$py"  # the numpy adapter and planted bugs in confor
 "$py" docs/figures/bucket_load.py --check
 export ENGRAM_DEEPSEEK_TOKENIZER="$("$py" docs/walkthrough/tokenize.py --path)"  # docs.walkthrough
 
-echo "== unit and property tests"
+stage ctest "unit and property tests"
 ctest --preset release -j "$(nproc)"
 
-echo "== vectors: regenerate, compare, verify, lint"
+stage vectors "vectors: regenerate, compare, verify, lint"
 engram=build/release/conformance/engram
 regen=build/vectors-regen
 rm -rf "$regen"
@@ -80,7 +120,7 @@ echo "vectors: reproducible, verified, schema-valid"
 "$py" scripts/lint_vectors.py --contract build/contract-v41.json
 "$engram" contract verify build/contract-v41.json --config conformance/configs/v41-flash.json --tokenizer "$ENGRAM_DEEPSEEK_TOKENIZER" >/dev/null
 
-echo "== slurm: a real single-node Slurm runs engram conform as a job array of 4 shards, merged and compared (§CONF.9)"
+stage slurm "slurm: a real single-node Slurm runs engram conform as a job array of 4 shards, merged and compared (§CONF.9)"
 # munged, slurmctld and slurmd in the foreground under the script, stopped and removed after it; a Slurm
 # that cannot start here fails the stage (issue 31 budget: at most 90 s with the shard/merge ctest tests).
 slurm_t0=$(date +%s)
@@ -90,7 +130,7 @@ echo "slurm: stage took $(( $(date +%s) - slurm_t0 )) s"
 # synthetic shard reports (scripts/bench_shard_reports.py), so that the benchmark of issue 31 does not rot.
 ENGRAM_BIN="$engram" scripts/bench_random.sh --shards 2 40 --merge-results 200
 
-echo "== docs: Doxygen (warnings are errors), offline (no external fetch), snippets ran in ctest, relative links"
+stage docs "docs: Doxygen (warnings are errors), offline (no external fetch), snippets ran in ctest, relative links"
 cmake --build --preset release --target docs
 "$py" scripts/check_docs_offline.py build/release/docs/html-out/html  # no external fetch; MathJax local
 "$py" scripts/check_links.py
@@ -104,18 +144,18 @@ cmake --build --preset release --target docs
 "$py" scripts/docs_inline.py --check  # the worked examples copied into docs/*.md are their tested sources
 "$py" docs/figures/explain_figures.py --check --engram "$engram"  # hash figures + walkthrough exercises: engram's numbers, recomputed
 
-echo "== layers: every include runs down (base < reference < vectors < conformance < cuda, docs), drawing current"
+stage layers "layers: every include runs down (base < reference < vectors < conformance < cuda, docs), drawing current"
 "$py" scripts/check_layers.py --check
 # No function a reader cannot hold: at most 150 lines (lizard, PyPI; CCN is not judged here)
 "$py" -m lizard -L 150 -C 1000 -w base reference vectors conformance cuda docs/snippets -x "*/build/*" -x "*/.venv/*"
 
-echo "== packaging: cmake --install into a prefix and the .deb, each used by a consumer outside the tree"
+stage packaging "packaging: cmake --install into a prefix and the .deb, each used by a consumer outside the tree"
 scripts/test_packaging.sh build/release
 
-echo "== python: pip install . into a fresh venv, the pytest plugin's tests and examples/python (docs/python.md)"
+stage python "python: pip install . into a fresh venv, the pytest plugin's tests and examples/python (docs/python.md)"
 scripts/test_python.sh build/release/conformance/engram
 
-echo "== CUDA: engram::cuda built (sm_90 + PTX for sm_80+), its kernel code run by the host launcher against the reference"
+stage cuda "CUDA: engram::cuda built (sm_90 + PTX for sm_80+), its kernel code run by the host launcher against the reference"
 if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null 2>&1; then
   # Built in the release tree (ENGRAM_CUDA=ON there, the preset cuda's architectures), so that the
   # reference, vectors, runner and CLI it links are the release build's objects, not compiled again.
@@ -135,11 +175,13 @@ else
   echo "no nvcc (CUDA toolkit) on this machine: the CUDA stage is skipped"
 fi
 
-echo "== sanitizers: the whole test suite again, built with clang, ASan + UBSan (preset asan, with the fuzz targets)"
+stage asan-build "sanitizers: the build, with clang, ASan + UBSan (preset asan, with the fuzz targets)"
 scripts/build.sh asan
+stage asan-ctest "sanitizers: the whole test suite again under ASan + UBSan"
 # Every test runs; RapidCheck properties draw 25 cases each here (100 in the release run above): the
 # sanitizers look for memory and UB errors along the code paths, which 25 cases per law already walk.
 RC_PARAMS="${RC_PARAMS:-max_success=25}" ctest --preset asan -j "$(nproc)"
 
-echo "== fuzz: every loader and the protocol comparison, briefly (the asan build's libFuzzer targets; longer: scripts/fuzz.sh 600)"
+stage fuzz "fuzz: every loader and the protocol comparison, briefly (the asan build's libFuzzer targets; longer: scripts/fuzz.sh 600)"
 scripts/fuzz.sh "${ENGRAM_FUZZ_SECONDS:-10}"
+stage_table
