@@ -24,7 +24,7 @@
 //  * the layout (§LAY) is built by the reference: it is an input of the CUDA
 //    hasher, not something it computes. The `layout` and `multipliers` suites
 //    are therefore not claimed.
-//  * fp8_decode: DecodeElementBits of cuda/engram_kernels.h, through the lookup
+//  * fp8_decode: DecodeElementBits of cuda/storage_kernels.h, through the lookup
 //    kernel over a table whose row s holds every code 0x00..0xFF with scale s.
 //  * table_lookup, tp_shard: the lookup kernel (Lookup<Backend>) over a small
 //    table holding just the rows a call needs (the vectors' tables are

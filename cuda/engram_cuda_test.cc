@@ -3,8 +3,9 @@
 // independent scalar implementation) or from laws (x mod p by `%`).
 //
 //  * HostLauncher.* run everywhere: the kernels' per-element functions
-//    (engram_kernels.h), compiled by the host compiler, run by the host
-//    launcher over the same grid logic as the GPU launches. CI runs these.
+//    (hash_kernels.h, storage_kernels.h, fusion_kernels.h), compiled by the
+//    host compiler, run by the host launcher over the same grid logic as the
+//    GPU launches. CI runs these.
 //  * Device.* run the same properties on a CUDA device, and GTEST_SKIP when
 //    cudaGetDeviceCount fails or finds none. Multi-rank tensor parallel needs
 //    >= 2 GPUs and is skipped otherwise.
@@ -33,7 +34,8 @@
 
 #include "cuda/engram_cuda.h"
 #include "base/hex.h"
-#include "cuda/engram_kernels.h"
+#include "cuda/kernel_common.h"
+#include "cuda/storage_kernels.h"
 #include "cuda/test_failcase.h"
 #include "cuda/test_random.h"
 #include "reference/config.h"
