@@ -24,7 +24,7 @@
 //  * the layout (§LAY) is built by the reference: it is an input of the CUDA
 //    hasher, not something it computes. The `layout` and `multipliers` suites
 //    are therefore not claimed.
-//  * fp8_decode: DecodeElementBits of cuda/engram_kernels.h, through the lookup
+//  * fp8_decode: DecodeElementBits of cuda/storage_kernels.h, through the lookup
 //    kernel over a table whose row s holds every code 0x00..0xFF with scale s.
 //  * table_lookup, tp_shard: the lookup kernel (Lookup<Backend>) over a small
 //    table holding just the rows a call needs (the vectors' tables are
@@ -64,6 +64,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "conformance/plugins/abi_shims.h"
 #include "conformance/plugins/plugin_inputs.h"
 #include "cuda/engram_cuda.h"
 #include "cuda/fusion.h"
@@ -76,7 +77,9 @@ namespace {
 
 using engram::plugin::CheckCapacity;
 using engram::plugin::CheckLen;
-using engram::plugin::Refuse;
+using engram::plugin::Guard;
+using engram::plugin::GuardHandle;
+using engram::plugin::GuardOr;
 
 using engram::Error;
 using engram::cuda::DeviceBackend;
@@ -302,17 +305,14 @@ const engram_conformance_info_t* engram_conformance_info(void) {
 // ---------------------------------------------------------------- §HASH hashing (Hasher<Backend>)
 
 engram_hasher* engram_hasher_create(const engram_layout* layout, size_t rollback_capacity, char* err, size_t err_len) {
-  try {
+  return GuardHandle(err, err_len, [&] {
     if (layout == nullptr) throw Error("layout: NULL");
     return new engram_hasher{layout, NewSlotHasher(layout->layout, rollback_capacity), rollback_capacity};
-  } catch (const std::exception& e) {
-    Refuse(e, err, err_len);
-    return nullptr;
-  }
+  });
 }
 
 engram_hasher* engram_hasher_fork(const engram_hasher* h) {
-  try {
+  return GuardOr<engram_hasher*>(nullptr, [&] {  // the ABI gives fork no error buffer
     // §HASH.6 A fork is a second slot holding the same state, the ids a
     // rollback restores included.
     auto copy = std::make_unique<engram_hasher>();
@@ -321,57 +321,47 @@ engram_hasher* engram_hasher_fork(const engram_hasher* h) {
     copy->slot->Set(h->slot->Get(/*with_rollback_ids=*/true));
     copy->capacity = h->capacity;
     return copy.release();
-  } catch (const std::exception&) {
-    return nullptr;  // the ABI gives fork no error buffer
-  }
+  });
 }
 
 void engram_hasher_destroy(engram_hasher* h) { delete h; }
 
 int engram_hasher_append(engram_hasher* h, const int64_t* ids, size_t n, int64_t* rows, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     // The kernels check the ids (§HASH.1) and change no state when one is refused.
     const std::vector<int64_t> out = h->slot->Append(std::span<const int64_t>(ids, n));
     std::copy(out.begin(), out.end(), rows);
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 int engram_hasher_rollback(engram_hasher* h, size_t k, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     // §HASH.6 on the backend: refused (state unchanged) when k exceeds the
     // position or needs ids beyond the rollback capacity.
     if (k > static_cast<size_t>(INT64_MAX)) throw Error("rollback by " + std::to_string(k) + ": too large");
     h->slot->Rollback(static_cast<int64_t>(k));
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 int64_t engram_hasher_position(const engram_hasher* h) {
-  try {
+  return GuardOr<int64_t>(-1, [&] {  // a backend failure; the ABI has no error buffer here
     return h->slot->Get().position;
-  } catch (const std::exception&) {
-    return -1;  // a backend failure; the ABI has no error buffer here
-  }
+  });
 }
 
 size_t engram_hasher_history(const engram_hasher* h, int64_t* ids) {
-  try {
+  return GuardOr<size_t>(0, [&] {
     const engram::cuda::SlotState s = h->slot->Get();
     std::copy(s.history.begin(), s.history.end(), ids);
     return s.history.size();
-  } catch (const std::exception&) {
-    return 0;
-  }
+  });
 }
 
 int engram_hasher_import(engram_hasher* h, int64_t position, const int64_t* ids, size_t count,
                          const char* layout_fingerprint, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     // §HASH.9 A history from another layout would silently hash differently.
     const std::string fp = layout_fingerprint != nullptr ? layout_fingerprint : "";
     if (!fp.empty() && fp != h->layout->fingerprint) {
@@ -390,25 +380,21 @@ int engram_hasher_import(engram_hasher* h, int64_t position, const int64_t* ids,
     engram::cuda::SlotState s{position, std::vector<int64_t>(ids, ids + count)};
     h->slot->Set(s);
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 // ---------------------------------------------------------------- §STO decode and tables (the lookup kernel)
 
 int engram_decode_element(uint8_t code, uint8_t scale, uint16_t* bf16_bits, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     *bf16_bits = DecodedPairs()[static_cast<size_t>(scale) * 256 + code];
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 int engram_table_lookup(const engram_table* table, const int64_t* row_ids, size_t n, uint16_t* out, size_t out_len,
                         char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     const engram::RowSource& src = *table->source;
     CheckCapacity(out_len, n * static_cast<size_t>(src.head_dim()), "out");
     const std::span<const int64_t> ids(row_ids, n);
@@ -416,14 +402,12 @@ int engram_table_lookup(const engram_table* table, const int64_t* row_ids, size_
     const std::vector<uint16_t> v = KernelRows(src, ids, 0, src.rows());
     std::copy(v.begin(), v.end(), out);
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 int engram_table_row_shard_lookup(const engram_table* table, int32_t rank, int32_t world, const int64_t* row_ids,
                                   size_t n, uint16_t* out, size_t out_len, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     if (world < 1) throw Error("world: " + std::to_string(world) + " (at least 1)");
     if (rank < 0 || rank >= world) throw Error("rank: " + std::to_string(rank) + " is not in [0, world)");
     const engram::RowSource& src = *table->source;
@@ -434,14 +418,12 @@ int engram_table_row_shard_lookup(const engram_table* table, int32_t rank, int32
     const std::vector<uint16_t> v = KernelRows(src, ids, s.begin, s.end);
     std::copy(v.begin(), v.end(), out);
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 int engram_shard_reduce(const uint16_t* partials, int32_t world, size_t count, uint16_t* out, char* err,
                         size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     if (world < 1) throw Error("world: " + std::to_string(world) + " (at least 1)");
     // §STO.7 rank 0 first; world 1 is no all_reduce at all (the partial, −0 kept).
     std::copy(partials, partials + count, out);
@@ -450,15 +432,13 @@ int engram_shard_reduce(const uint16_t* partials, int32_t world, size_t count, u
       for (size_t i = 0; i < count; ++i) out[i] = engram::cuda::Bf16SumAsDevice(out[i], part[i]);
     }
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 int engram_table_head_shard_lookup(const engram_table* table, int32_t rank, int32_t world, int32_t columns,
                                    const int64_t* row_ids, size_t n, uint16_t* out, size_t out_len, size_t* written,
                                    char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     if (world < 1) throw Error("world: " + std::to_string(world) + " (at least 1)");
     if (rank < 0 || rank >= world) throw Error("rank: " + std::to_string(rank) + " is not in [0, world)");
     if (columns < 1) throw Error("columns: " + std::to_string(columns) + " (at least 1)");
@@ -480,9 +460,7 @@ int engram_table_head_shard_lookup(const engram_table* table, int32_t rank, int3
     std::copy(v.begin(), v.end(), out);
     *written = v.size();
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 // ---------------------------------------------------------------- §FUS.3 the v4.1 gate after wkv (FusionV41<Backend>)
@@ -490,7 +468,7 @@ int engram_table_head_shard_lookup(const engram_table* table, int32_t rank, int3
 int engram_v41_gate(size_t dim, size_t hc, double eps, engram_bf16_span_t x, engram_bf16_span_t key,
                     engram_bf16_span_t value, engram_bf16_span_t q_weight, engram_bf16_span_t k_weight, int32_t masked,
                     double* gate, uint16_t* out, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     if (dim == 0 || hc == 0) throw Error("dim and hc must be >= 1");
     if (dim > INT32_MAX || hc > INT32_MAX) throw Error("dim and hc must fit int32");
     CheckLen(x.len, hc * dim, "x [hc][dim]");
@@ -511,9 +489,7 @@ int engram_v41_gate(size_t dim, size_t hc, double eps, engram_bf16_span_t x, eng
       for (size_t c = 0; c < hc; ++c) gate[c] = static_cast<double>(fusion.gates()[c]);
     });
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 }  // extern "C"
@@ -660,7 +636,7 @@ std::vector<uint16_t> WkvOnBackend(std::span<const uint16_t> e, size_t in, size_
 extern "C" {
 
 int engram_gate(const char* profile, double dot, double* gate, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     const std::string p = profile != nullptr ? profile : "";
     if (p != "v4.1" && p != "demo-v1") throw Error("profile: \"" + p + "\" is neither \"v4.1\" nor \"demo-v1\"");
     // A float32 implementation receives the dot as float32, as the published
@@ -672,14 +648,12 @@ int engram_gate(const char* profile, double dot, double* gate, char* err, size_t
     });
     *gate = static_cast<double>(g.at(0));
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 int engram_wkv_bf16(engram_bf16_span_t e, engram_bf16_span_t weight, size_t out_features, uint16_t* kv, char* err,
                     size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     CheckLen(weight.len, MulSize({out_features, e.len}, "weight"), "weight [out][in]");
     const std::vector<uint16_t> y = WkvOnBackend(
         std::span<const uint16_t>(e.data, e.len), e.len, out_features, [&]<class Backend>() {
@@ -689,14 +663,12 @@ int engram_wkv_bf16(engram_bf16_span_t e, engram_bf16_span_t weight, size_t out_
         });
     std::copy(y.begin(), y.end(), kv);
     return 0;
-  } catch (const std::exception& ex) {
-    return Refuse(ex, err, err_len);
-  }
+  });
 }
 
 int engram_wkv_fp8(engram_bf16_span_t e, engram_u8_span_t weight_codes, engram_u8_span_t weight_scales,
                    size_t out_features, uint16_t* kv, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     if (e.len % 32 != 0) throw Error("e: " + std::to_string(e.len) + " values, not a multiple of 32");
     CheckLen(weight_codes.len, MulSize({out_features, e.len}, "weightCodes"), "weightCodes [out][in]");
     CheckLen(weight_scales.len, MulSize({(out_features + 31) / 32, e.len / 32}, "weightScales"),
@@ -710,14 +682,12 @@ int engram_wkv_fp8(engram_bf16_span_t e, engram_u8_span_t weight_codes, engram_u
         });
     std::copy(y.begin(), y.end(), kv);
     return 0;
-  } catch (const std::exception& ex) {
-    return Refuse(ex, err, err_len);
-  }
+  });
 }
 
 int engram_demo_gate(const engram_demo_params_t* params, engram_f64_span_t e, engram_f64_span_t hidden, double* gate,
                      double* value, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     const DemoLayer q(params);
     CheckLen(e.len, params->in, "e [in]");
     CheckLen(hidden.len, params->hc * params->hidden, "hidden [hc][hidden]");
@@ -729,14 +699,12 @@ int engram_demo_gate(const engram_demo_params_t* params, engram_f64_span_t e, en
       std::copy(demo.gates().begin(), demo.gates().end(), gate);
     });
     return 0;
-  } catch (const std::exception& ex) {
-    return Refuse(ex, err, err_len);
-  }
+  });
 }
 
 int engram_short_conv(const engram_demo_params_t* params, size_t steps, engram_f64_span_t value, double* output,
                       char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     const DemoLayer q(params);
     if (steps > static_cast<size_t>(INT64_MAX)) throw Error("steps: " + std::to_string(steps) + " is too large");
     CheckLen(value.len, MulSize({steps, params->hc, params->hidden}, "value"), "value [steps][hc][hidden]");
@@ -747,15 +715,13 @@ int engram_short_conv(const engram_demo_params_t* params, size_t steps, engram_f
       std::copy(o.begin(), o.end(), output);
     });
     return 0;
-  } catch (const std::exception& ex) {
-    return Refuse(ex, err, err_len);
-  }
+  });
 }
 
 int engram_forward_v41(const engram_layout* layout, uint64_t table_seed, const engram_v41_fusion_params_t* params,
                        const int64_t* ids, size_t n, engram_bf16_span_t x, uint16_t* out, double* gate, size_t gate_len,
                        size_t* gate_count, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     if (layout == nullptr) throw Error("layout: NULL");
     if (params == nullptr) throw Error("params: NULL");
     const engram::EngramConfig& cfg = layout->config;
@@ -803,14 +769,12 @@ int engram_forward_v41(const engram_layout* layout, uint64_t table_seed, const e
     });
     *gate_count = n * hc;
     return 0;
-  } catch (const std::exception& ex) {
-    return Refuse(ex, err, err_len);
-  }
+  });
 }
 
 int engram_float_table_lookup(uint64_t seed, int64_t rows, int64_t width, const int64_t* row_ids, size_t n, float* out,
                               size_t out_len, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     if (rows < 1) throw Error("rows: " + std::to_string(rows) + " (a table has at least one row)");
     if (width < 1) throw Error("width: " + std::to_string(width) + " (at least 1)");
     CheckCapacity(out_len, MulSize({n, static_cast<size_t>(width)}, "out"), "out");
@@ -818,15 +782,13 @@ int engram_float_table_lookup(uint64_t seed, int64_t rows, int64_t width, const 
     const std::vector<float> v = KernelFloatRows(*table, std::span<const int64_t>(row_ids, n));
     std::copy(v.begin(), v.end(), out);
     return 0;
-  } catch (const std::exception& ex) {
-    return Refuse(ex, err, err_len);
-  }
+  });
 }
 
 int engram_forward_demo(const engram_layout* layout, uint64_t table_seed, const engram_demo_params_t* params,
                         const int64_t* ids, size_t n, engram_f64_span_t hidden, double* output, double* hidden_after,
                         double* gate, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     if (layout == nullptr) throw Error("layout: NULL");
     const engram::Layout& lay = layout->layout;
     if (layout->config.profile != engram::Profile::kDemoV1) throw Error("layout: not a demo-v1 configuration");
@@ -853,9 +815,7 @@ int engram_forward_demo(const engram_layout* layout, uint64_t table_seed, const 
       std::copy(demo.gates().begin(), demo.gates().end(), gate);
     });
     return 0;
-  } catch (const std::exception& ex) {
-    return Refuse(ex, err, err_len);
-  }
+  });
 }
 
 }  // extern "C"

@@ -1,5 +1,6 @@
 // cuda/engram_cuda.cu — the CUDA kernels (one-line wrappers around the
-// per-element functions of engram_kernels.h), DeviceBackend, and the NCCL
+// per-element functions of hash_kernels.h, storage_kernels.h and
+// fusion_kernels.h), DeviceBackend, and the NCCL
 // tensor-parallel lookup.
 #include <cuda_runtime.h>
 #ifdef ENGRAM_HAVE_NCCL
@@ -10,8 +11,13 @@
 #include <vector>
 
 #include "cuda/engram_cuda.h"
-#include "cuda/engram_impl.h"
-#include "cuda/engram_kernels.h"
+#include "cuda/fusion_impl.h"
+#include "cuda/fusion_kernels.h"
+#include "cuda/hash_impl.h"
+#include "cuda/hash_kernels.h"
+#include "cuda/kernel_common.h"
+#include "cuda/storage_impl.h"
+#include "cuda/storage_kernels.h"
 #include "base/error.h"
 
 namespace engram::cuda {
@@ -35,7 +41,7 @@ void CheckNccl(ncclResult_t r, const char* what) {
 
 cudaStream_t AsStream(void* s) { return static_cast<cudaStream_t>(s); }
 
-// Kernel wrappers: the grid logic of engram_kernels.h (g = block * block_dim
+// Kernel wrappers: the grid logic of kernel_common.h (g = block * block_dim
 // + thread, idle when g >= n), then the shared per-element function.
 __global__ void GatherKernel(HashArgs a) {
   const int64_t g = GlobalIndex(blockIdx.x, threadIdx.x, blockDim.x);

@@ -32,7 +32,9 @@
 #include <string>
 #include <vector>
 
-#include "cuda/engram_kernels.h"
+#include "cuda/fusion_kernels.h"
+#include "cuda/hash_kernels.h"
+#include "cuda/storage_kernels.h"
 #include "reference/layout.h"
 #include "reference/storage.h"
 #include "reference/token_map.h"

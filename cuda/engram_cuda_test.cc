@@ -3,8 +3,9 @@
 // independent scalar implementation) or from laws (x mod p by `%`).
 //
 //  * HostLauncher.* run everywhere: the kernels' per-element functions
-//    (engram_kernels.h), compiled by the host compiler, run by the host
-//    launcher over the same grid logic as the GPU launches. CI runs these.
+//    (hash_kernels.h, storage_kernels.h, fusion_kernels.h), compiled by the
+//    host compiler, run by the host launcher over the same grid logic as the
+//    GPU launches. CI runs these.
 //  * Device.* run the same properties on a CUDA device, and GTEST_SKIP when
 //    cudaGetDeviceCount fails or finds none. Multi-rank tensor parallel needs
 //    >= 2 GPUs and is skipped otherwise.
@@ -33,13 +34,15 @@
 
 #include "cuda/engram_cuda.h"
 #include "base/hex.h"
-#include "cuda/engram_kernels.h"
+#include "cuda/kernel_common.h"
+#include "cuda/storage_kernels.h"
 #include "cuda/test_failcase.h"
 #include "cuda/test_random.h"
 #include "reference/config.h"
 #include "base/error.h"
 #include "reference/fusion.h"
 #include "reference/hash.h"
+#include "reference/testutil/hash_gen.h"
 #include "reference/layout.h"
 #include "reference/storage.h"
 #include "reference/token_map.h"
@@ -49,7 +52,6 @@ namespace {
 
 using Ids = std::vector<int64_t>;
 constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
 bool HaveDevice() { return DeviceCount() > 0; }
 
@@ -78,71 +80,15 @@ void WriteFailCase(const std::string& property, nlohmann::ordered_json group, nl
 }
 
 // ---------------------------------------------------------------------------
-// Generators (rc::gen::inRange scales with the size and yields its lower
-// bound at size 0, so lengths are drawn as non-empty chunks plus explicit zeros)
+// Generators: those of the reference's hash properties
+// (reference/testutil/hash_gen.h), and permutations
 // ---------------------------------------------------------------------------
 
-Profile DrawProfile() { return *rc::gen::element(Profile::kV41, Profile::kDemoV1); }
-
-int64_t DrawVocab() {
-  if (*rc::gen::inRange(0, 10) < 7) return *rc::gen::inRange<int64_t>(1, 60);
-  return *rc::gen::elementOf(Ids{1, 2, 99092, int64_t{1} << 31, int64_t{1} << 40, int64_t{1} << 62, kInt64Max});
-}
-
-Layout DrawLayout(Profile profile, int64_t vocab) {
-  EngramConfig c = profile == Profile::kV41 ? V41FlashConfig() : DemoV1Config();
-  c.max_ngram = *rc::gen::inRange(2, 6);
-  c.heads = *rc::gen::inRange(1, 5);
-  const int n_layers = *rc::gen::inRange(1, 4);
-  std::vector<int64_t> layer_ids;
-  while (static_cast<int>(layer_ids.size()) < n_layers) {
-    const int64_t id = *rc::gen::inRange<int64_t>(0, 60);
-    if (std::find(layer_ids.begin(), layer_ids.end(), id) == layer_ids.end()) layer_ids.push_back(id);
-  }
-  c.layer_ids = layer_ids;
-  c.bases.clear();
-  if (profile == Profile::kV41) {
-    c.bases.assign(static_cast<size_t>(c.max_ngram - 1), *rc::gen::inRange<int64_t>(2, 80));
-    c.num_embeddings.clear();
-    c.compressed_vocab_size.reset();
-    c.seed = 0;
-  } else {
-    for (int i = 0; i < c.max_ngram - 1; ++i) c.bases.push_back(*rc::gen::inRange<int64_t>(2, 80));
-    c.seed = *rc::gen::inRange<int64_t>(0, 1000);
-  }
-  const int64_t pad = *rc::gen::inRange<int64_t>(0, std::min<int64_t>(vocab, 50));
-  return BuildLayout(c, vocab, pad);
-}
-
-// A compressed id: v4.1 in [0, V) or DEAD; demo-v1 < V, negatives included.
-int64_t DrawId(const Layout& layout) {
-  const int kind = *rc::gen::inRange(0, 20);
-  if (layout.profile == Profile::kV41) {
-    if (kind < 5) return kDead;
-    if (kind < 7) return layout.pad;
-    return *rc::gen::inRange<int64_t>(0, layout.compressed_vocab_size);
-  }
-  if (kind < 3) return *rc::gen::inRange<int64_t>(-5, 0);
-  if (kind < 5) return *rc::gen::inRange<int64_t>(kInt64Min, 0);
-  if (kind < 6) return *rc::gen::elementOf(Ids{kInt64Min, -(int64_t{1} << 62), -(int64_t{1} << 62) - 1, int64_t{-1}});
-  if (kind < 8) return layout.pad;
-  return *rc::gen::inRange<int64_t>(0, layout.compressed_vocab_size);
-}
-
-// Chunk sizes (zeros and one-token decode steps included) adding up to n.
-std::vector<int64_t> DrawChunks(int64_t n) {
-  std::vector<int64_t> chunks;
-  int64_t left = n;
-  while (left > 0) {
-    if (*rc::gen::inRange(0, 4) == 1) chunks.push_back(0);
-    // Half the time a decode step of one id, else a prefill chunk.
-    const int64_t c = *rc::gen::arbitrary<bool>() ? 1 : *rc::gen::inRange<int64_t>(1, left + 1);
-    chunks.push_back(c);
-    left -= c;
-  }
-  if (*rc::gen::arbitrary<bool>()) chunks.push_back(0);
-  return chunks;
-}
+using testutil::DrawChunks;
+using testutil::DrawId;
+using testutil::DrawLayout;
+using testutil::DrawProfile;
+using testutil::DrawVocab;
 
 // A random permutation of 0..n-1 (Fisher-Yates on drawn indices).
 std::vector<int32_t> DrawPermutation(int32_t n) {
@@ -175,7 +121,7 @@ void HashBatchesMatchReference(const std::string& property) {
     Ids ids;
     for (int i = 0; i < n; ++i) ids.push_back(DrawId(layout));
     seqs.push_back(ids);
-    chunks.push_back(DrawChunks(n));
+    chunks.push_back(DrawChunks<int64_t>(n, /*decode_steps=*/true));
     batches = std::max(batches, chunks.back().size());
   }
   Hasher<Backend> hasher(layout, slots);

@@ -1,8 +1,9 @@
 // cuda/fusion_impl.h — the host-side logic of GateFunction, Wkv and
-// FusionDemo (cuda/fusion.h), shared by both backends: argument checks,
-// buffers, kernel arguments and error messages. Included by fusion_host.cc
-// (HostBackend) and fusion_cuda.cu (DeviceBackend), which instantiate the
-// templates. Internal.
+// FusionDemo (cuda/fusion.h) and of FusionV41 (cuda/engram_cuda.h), shared by
+// both backends: argument checks, buffers, kernel arguments and error
+// messages. Included by fusion_host.cc and host_launch.cc (HostBackend) and
+// by fusion_cuda.cu and engram_cuda.cu (DeviceBackend), which instantiate the
+// templates (FusionV41 in the latter two). Internal.
 #ifndef ENGRAM_CUDA_FUSION_IMPL_H_
 #define ENGRAM_CUDA_FUSION_IMPL_H_
 
@@ -459,6 +460,90 @@ std::vector<float> FusionDemo<Backend>::Forward(std::span<const float> e, std::s
   hidden_after_ = fusion_detail::Download<float>(backend_, after, values);
   std::vector<float> out = fusion_detail::Download<float>(backend_, output, values);
   backend_.Sync();
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// FusionV41
+// ---------------------------------------------------------------------------
+
+template <class Backend>
+FusionV41<Backend>::FusionV41(int32_t hc, int32_t dim, double eps, std::span<const uint16_t> q_weight,
+                              std::span<const uint16_t> k_weight, int device)
+    : backend_(device) {
+  if (hc < 1 || dim < 1) throw Error("v4.1 fusion: hc " + std::to_string(hc) + " and dim " + std::to_string(dim) + " must be >= 1");
+  const size_t n = static_cast<size_t>(hc) * static_cast<size_t>(dim);
+  if (q_weight.size() != n || k_weight.size() != n) {
+    throw Error("v4.1 fusion: q_weight has " + std::to_string(q_weight.size()) + " and k_weight " +
+                std::to_string(k_weight.size()) + " values; hc * dim = " + std::to_string(n));
+  }
+  qw_ = Buffer<Backend>(&backend_, n * 2);
+  kw_ = Buffer<Backend>(&backend_, n * 2);
+  backend_.ToBackend(qw_.template as<void>(), q_weight.data(), n * 2);
+  backend_.ToBackend(kw_.template as<void>(), k_weight.data(), n * 2);
+  base_.hc = hc;
+  base_.dim = dim;
+  base_.eps = static_cast<float>(eps);  // a Python float added to a float32 tensor
+  base_.inv_sqrt_dim = static_cast<float>(std::pow(static_cast<double>(dim), -0.5));  // dim**-0.5, then float32
+  base_.q_weight = qw_.template as<uint16_t>();
+  base_.k_weight = kw_.template as<uint16_t>();
+}
+
+template <class Backend>
+void FusionV41<Backend>::Launch(int64_t tokens, const uint16_t* x, const uint16_t* key, const uint16_t* value,
+                                const uint8_t* live, float* dot, float* gate, uint16_t* out) {
+  FusionV41Args a = base_;
+  a.tokens = tokens;
+  a.x = x;
+  a.key = key;
+  a.value = value;
+  a.live = live;
+  a.dot = dot;
+  a.gate = gate;
+  a.out = out;
+  if (tokens == 0) return;
+  backend_.FusionGate(a);
+  backend_.FusionUpdate(a);
+}
+
+template <class Backend>
+std::vector<uint16_t> FusionV41<Backend>::Apply(std::span<const uint16_t> x, std::span<const uint16_t> key,
+                                                std::span<const uint16_t> value, std::span<const uint8_t> live) {
+  const size_t per_token = static_cast<size_t>(base_.hc) * static_cast<size_t>(base_.dim);
+  if (x.size() % per_token != 0) {
+    throw Error("v4.1 fusion: x has " + std::to_string(x.size()) + " values, not a multiple of hc * dim = " + std::to_string(per_token));
+  }
+  const size_t tokens = x.size() / per_token;
+  if (key.size() != x.size()) throw Error("v4.1 fusion: key has " + std::to_string(key.size()) + " values, x has " + std::to_string(x.size()));
+  if (value.size() != tokens * static_cast<size_t>(base_.dim)) {
+    throw Error("v4.1 fusion: value has " + std::to_string(value.size()) + " values; tokens * dim = " +
+                std::to_string(tokens * static_cast<size_t>(base_.dim)));
+  }
+  if (!live.empty() && live.size() != tokens) {
+    throw Error("v4.1 fusion: mask has " + std::to_string(live.size()) + " entries for " + std::to_string(tokens) + " tokens");
+  }
+  auto up = [&](const void* src, size_t bytes) {
+    Buffer<Backend> b(&backend_, std::max<size_t>(bytes, 16));
+    if (bytes > 0) backend_.ToBackend(b.template as<void>(), src, bytes);
+    return b;
+  };
+  Buffer<Backend> dx = up(x.data(), x.size() * 2), dk = up(key.data(), key.size() * 2), dv = up(value.data(), value.size() * 2);
+  Buffer<Backend> dl = up(live.data(), live.size());
+  Buffer<Backend> ddot(&backend_, std::max<size_t>(16, tokens * static_cast<size_t>(base_.hc) * 4));
+  Buffer<Backend> dgate(&backend_, std::max<size_t>(16, tokens * static_cast<size_t>(base_.hc) * 4));
+  Buffer<Backend> dout(&backend_, std::max<size_t>(16, x.size() * 2));
+  Launch(static_cast<int64_t>(tokens), dx.template as<uint16_t>(), dk.template as<uint16_t>(), dv.template as<uint16_t>(),
+         live.empty() ? nullptr : dl.template as<uint8_t>(), ddot.template as<float>(), dgate.template as<float>(),
+         dout.template as<uint16_t>());
+  backend_.Sync();
+  std::vector<uint16_t> out(x.size());
+  gates_.assign(tokens * static_cast<size_t>(base_.hc), 0.0f);
+  dots_.assign(gates_.size(), 0.0f);
+  if (!out.empty()) {
+    backend_.ToHost(out.data(), dout.template as<void>(), out.size() * 2);
+    backend_.ToHost(gates_.data(), dgate.template as<void>(), gates_.size() * 4);
+    backend_.ToHost(dots_.data(), ddot.template as<void>(), dots_.size() * 4);
+  }
   return out;
 }
 

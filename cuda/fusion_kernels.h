@@ -1,22 +1,27 @@
 // cuda/fusion_kernels.h — the per-element work of engram::cuda's fusion
-// kernels beyond the v4.1 gate/update of engram_kernels.h: the gate as a
-// function of the dot product (both profiles), the wkv projection (bf16
-// weight; fp8 activations + 32x32 block-scaled fp8 weight), and the demo-v1
-// layer (key/value projections, gate, value, ShortConv, output).
+// kernels, the device mirror of reference/fusion.*: the float32 operations
+// (FMul/FAdd/FDiv/FSqrt, bf16 conversions), the v4.1 gate and update after
+// wkv (FusionV41), the gate as a function of the dot product (both profiles),
+// the wkv projection (bf16 weight; fp8 activations + 32x32 block-scaled fp8
+// weight), and the demo-v1 layer (key/value projections, gate, value,
+// ShortConv, output).
 //
-// Same rules as engram_kernels.h: every kernel is a function
-// F(const Args&, int64_t g) run once per g in [0, n) by Backend::Run<Args, F>
+// Same rules as the other kernel headers (kernel_common.h): every kernel is a
+// function F(const Args&, int64_t g) run once per g in [0, n) — the v4.1
+// gate/update through DeviceBackend/HostBackend's FusionGate/FusionUpdate
+// (engram_cuda.cu, host_launch.cc), the rest by Backend::Run<Args, F>
 // (a templated __global__ wrapper in fusion_cuda.cu, the host grid loop in
-// fusion_host.cc), threads are independent (no shared memory, no
+// fusion_host.cc) —, threads are independent (no shared memory, no
 // __syncthreads, no shuffles, no float atomics; the only atomic is the
 // integer atomicMin of RecordError), and every float32 operation goes through
-// FMul/FAdd/FDiv/FSqrt (engram_kernels.h: the _rn intrinsics on the device, so
+// FMul/FAdd/FDiv/FSqrt (below: the _rn intrinsics on the device, so
 // nvcc cannot contract a*b+c into an FMA; plain float operations on the host).
 // Each thread's sums are sequential in increasing index from +0, exactly as
 // the float32 mirror of reference/fusion.h (§FUS.8) writes them, so every
-// result is bit for bit the mirror's. This file has no ENGRAM_DEVICE_ONLY
-// lines of its own: the device-specific code is that of the helpers it calls
-// (the _rn intrinsics in FMul/FAdd/FDiv/FSqrt, atomicMin in RecordError).
+// result is bit for bit the mirror's. The only ENGRAM_DEVICE_ONLY lines of
+// this file are the _rn intrinsics in FMul/FAdd/FDiv/FSqrt; the other
+// device-specific code is that of the helpers it calls (atomicMin in
+// RecordError, kernel_common.h).
 //
 // exp: sigmoid and SiLU are evaluated in double and rounded once to float32,
 // as the mirror does. On the device exp(double) is CUDA's, which may differ
@@ -29,13 +34,63 @@
 #include <cstdint>
 #include <cstring>
 
-#include "cuda/engram_kernels.h"
+#include "cuda/kernel_common.h"
+#include "cuda/storage_kernels.h"  // DecodeElementBits (the fp8 wkv weight)
 
 namespace engram::cuda {
 
 // ---------------------------------------------------------------------------
 // Scalars
 // ---------------------------------------------------------------------------
+
+// Every float32 operation is one IEEE round-to-nearest operation, exactly as
+// the mirror's Round(double op) of float32 operands (double rounding is
+// innocuous for +, *, /, sqrt). On the device the _rn intrinsics keep nvcc
+// from contracting a*b+c into an FMA (which would round once instead of
+// twice); the host compiler in ISO C++ mode does not contract.
+ENGRAM_HD float FMul(float a, float b) {
+#ifdef __CUDA_ARCH__  // ENGRAM_DEVICE_ONLY
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+ENGRAM_HD float FAdd(float a, float b) {
+#ifdef __CUDA_ARCH__  // ENGRAM_DEVICE_ONLY
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+ENGRAM_HD float FDiv(float a, float b) {
+#ifdef __CUDA_ARCH__  // ENGRAM_DEVICE_ONLY
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+ENGRAM_HD float FSqrt(float a) {
+#ifdef __CUDA_ARCH__  // ENGRAM_DEVICE_ONLY
+  return __fsqrt_rn(a);
+#else
+  return std::sqrt(a);
+#endif
+}
+
+ENGRAM_HD float Bf16Float(uint16_t bits) {
+  const uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// float32 -> bf16, round to nearest even; every NaN -> 0x7FC0 (§STO.3, §FUS.3).
+ENGRAM_HD uint16_t FloatToBf16Bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x007FFFFFu) != 0) return 0x7FC0u;
+  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
 
 ENGRAM_HD float FloatFromBits(uint32_t u) {
   float f;
@@ -87,6 +142,75 @@ ENGRAM_HD float GateDemoF(float g) {
 }
 
 // ---------------------------------------------------------------------------
+// §FUS.3 v4.1 gate and update after wkv, the float32 mirror of §FUS.8
+// ---------------------------------------------------------------------------
+
+struct FusionV41Args {
+  int64_t tokens = 0;
+  int32_t hc = 0;          // streams
+  int32_t dim = 0;
+  float eps = 0;           // norm_eps rounded to float32
+  float inv_sqrt_dim = 0;  // float32(dim ** -0.5), computed on the host as the mirror does
+  const uint16_t* x = nullptr;         // [tokens][hc][dim] bf16: the hidden streams h = x_c
+  const uint16_t* key = nullptr;       // [tokens][hc][dim] bf16: k_c (wkv output)
+  const uint16_t* value = nullptr;     // [tokens][dim] bf16: v (wkv output)
+  const uint16_t* q_weight = nullptr;  // [hc][dim] bf16
+  const uint16_t* k_weight = nullptr;  // [hc][dim] bf16
+  const uint8_t* live = nullptr;       // optional [tokens]; 0 = masked position (gate 0)
+  float* dot = nullptr;                // [tokens][hc] out
+  float* gate = nullptr;               // [tokens][hc] out
+  uint16_t* out = nullptr;             // [tokens][hc][dim] bf16 out: h + gate * v
+};
+
+// Kernel 1, one thread per (token, stream): the norms, the dot product and
+// the gate, in the mirror's order (sums sequential from +0).
+ENGRAM_HD void FusionGateThread(const FusionV41Args& a, int64_t g) {
+  const int64_t t = g / a.hc;
+  const int32_t c = static_cast<int32_t>(g % a.hc);
+  const uint16_t* h = a.x + g * a.dim;
+  const uint16_t* k = a.key + g * a.dim;
+  const uint16_t* qw = a.q_weight + static_cast<int64_t>(c) * a.dim;
+  const uint16_t* kw = a.k_weight + static_cast<int64_t>(c) * a.dim;
+  const float n = static_cast<float>(a.dim);
+  float sum_h2 = 0.0f, sum_k2 = 0.0f, sum_hwk = 0.0f;
+  for (int32_t i = 0; i < a.dim; ++i) {
+    const float hi = Bf16Float(h[i]);
+    sum_h2 = FAdd(sum_h2, FMul(hi, hi));
+  }
+  for (int32_t i = 0; i < a.dim; ++i) {
+    const float ki = Bf16Float(k[i]);
+    sum_k2 = FAdd(sum_k2, FMul(ki, ki));
+  }
+  const float rstd_h = FDiv(1.0f, FSqrt(FAdd(FDiv(sum_h2, n), a.eps)));
+  const float rstd_k = FDiv(1.0f, FSqrt(FAdd(FDiv(sum_k2, n), a.eps)));
+  const float rstd = FMul(rstd_h, rstd_k);
+  for (int32_t i = 0; i < a.dim; ++i) {
+    const float w = FMul(Bf16Float(qw[i]), Bf16Float(kw[i]));  // exact: 16 significant bits
+    sum_hwk = FAdd(sum_hwk, FMul(FMul(Bf16Float(h[i]), w), Bf16Float(k[i])));
+  }
+  const float dot = FMul(FMul(sum_hwk, rstd), a.inv_sqrt_dim);
+  // §FUS.4 sigmoid(copysign(sqrt(max(|dot|, 1e-6)), dot)); NaN stays NaN.
+  const float abs_dot = dot < 0.0f ? -dot : (dot == 0.0f ? 0.0f : dot);
+  const float clamp = 1e-6f;  // the float32 nearest 1e-6, as the mirror's Round(1e-6)
+  const float clamped = abs_dot != abs_dot ? abs_dot : (abs_dot < clamp ? clamp : abs_dot);
+  const float root = FSqrt(clamped);
+  const float signed_root = std::copysign(root, dot);
+  // The mirror evaluates 1 / (1 + exp(-x)) in double and rounds once.
+  const float gate = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(signed_root))));
+  a.dot[g] = dot;
+  a.gate[g] = (a.live != nullptr && a.live[t] == 0) ? 0.0f : gate;  // masked_fill: exactly +0
+}
+
+// Kernel 2, one thread per element: out = bf16(h + gate * v).
+ENGRAM_HD void FusionUpdateThread(const FusionV41Args& a, int64_t g) {
+  const int64_t stream_index = g / a.dim;  // t * hc + c
+  const int64_t t = stream_index / a.hc;
+  const int32_t i = static_cast<int32_t>(g % a.dim);
+  const float v = Bf16Float(a.value[t * a.dim + i]);
+  a.out[g] = FloatToBf16Bits(FAdd(Bf16Float(a.x[g]), FMul(a.gate[stream_index], v)));
+}
+
+// ---------------------------------------------------------------------------
 // §FUS.4 / §FUS.6 The gate as a function of the dot product (engram_gate)
 // ---------------------------------------------------------------------------
 
@@ -108,7 +232,7 @@ ENGRAM_HD void GateFunctionThread(const GateArgs& a, int64_t g) {
 inline constexpr int64_t kFp8Block = 32;  // §FUS.2.1 / §FUS.2.2 block width
 
 // §STO.1 An E4M3fn code as a float (exact; NaN codes give NaN): the element
-// decode of engram_kernels.h at scale 2^0 (127), which is exact in bf16.
+// decode of storage_kernels.h at scale 2^0 (127), which is exact in bf16.
 ENGRAM_HD float E4M3Float(uint8_t code) { return Bf16Float(DecodeElementBits(code, 127)); }
 
 // §STO.2 An E8M0 byte as a float: 2^(s - 127) (0x00 is 2^-127, a float32

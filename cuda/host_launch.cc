@@ -1,4 +1,5 @@
-// cuda/host_launch.cc — HostBackend: the kernels of engram_kernels.h run by
+// cuda/host_launch.cc — HostBackend: the kernels of hash_kernels.h,
+// storage_kernels.h and fusion_kernels.h (the v4.1 gate/update) run by
 // loops over the same grid as engram_cuda.cu launches (blocks of
 // kBlockThreads, g = block * kBlockThreads + thread, threads with g >= n
 // idle), compiled by the host compiler. Also the emulated tensor-parallel
@@ -9,7 +10,9 @@
 #include <new>
 
 #include "cuda/engram_cuda.h"
-#include "cuda/engram_impl.h"
+#include "cuda/fusion_impl.h"
+#include "cuda/hash_impl.h"
+#include "cuda/storage_impl.h"
 #include "base/error.h"
 
 namespace engram::cuda {

@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reference/config.h"
+#include "reference/testutil/hash_gen.h"
 #include "base/error.h"
 #include "reference/layout.h"
 #include "reference/random.h"
@@ -72,80 +73,22 @@ Layout LayoutFromJson(const nlohmann::json& doc, int64_t v, int64_t pad) {
 // Random scenarios for the properties
 // ---------------------------------------------------------------------------
 
+// The generators shared with cuda/engram_cuda_test.cc (reference/testutil/hash_gen.h).
+using testutil::DrawChunks;
+using testutil::DrawId;
+using testutil::DrawLayout;
+using testutil::DrawProfile;
+
 struct Scenario {
   Layout layout;
   Ids ids;
 };
-
-int64_t DrawVocab() {
-  if (*rc::gen::inRange(0, 10) < 7) return *rc::gen::inRange<int64_t>(1, 60);
-  return *rc::gen::elementOf(Ids{1, 2, 99092, int64_t{1} << 31, int64_t{1} << 40, int64_t{1} << 62, kInt64Max});
-}
-
-// A compressed id of `layout`: v4.1 in [0, V) or DEAD; demo-v1 < V, negatives included.
-int64_t DrawId(const Layout& layout) {
-  const int kind = *rc::gen::inRange(0, 20);
-  if (layout.profile == Profile::kV41) {
-    if (kind < 5) return kDead;
-    if (kind < 7) return layout.pad;
-    return *rc::gen::inRange<int64_t>(0, layout.compressed_vocab_size);
-  }
-  if (kind < 3) return *rc::gen::inRange<int64_t>(-5, 0);
-  if (kind < 5) return *rc::gen::inRange<int64_t>(kInt64Min, 0);
-  if (kind < 6) return *rc::gen::elementOf(Ids{kInt64Min, -(int64_t{1} << 62), -(int64_t{1} << 62) - 1, int64_t{-1}});
-  if (kind < 8) return layout.pad;
-  return *rc::gen::inRange<int64_t>(0, layout.compressed_vocab_size);
-}
 
 Ids DrawIds(const Layout& layout, int max_len = 40) {
   const int n = *rc::gen::inRange(0, max_len + 1);
   Ids ids;
   for (int i = 0; i < n; ++i) ids.push_back(DrawId(layout));
   return ids;
-}
-
-Layout DrawLayout(Profile profile) {
-  EngramConfig c = profile == Profile::kV41 ? V41FlashConfig() : DemoV1Config();
-  c.max_ngram = *rc::gen::inRange(2, 6);
-  c.heads = *rc::gen::inRange(1, 5);
-  const int n_layers = *rc::gen::inRange(1, 4);
-  std::vector<int64_t> layer_ids;
-  while (static_cast<int>(layer_ids.size()) < n_layers) {
-    const int64_t id = *rc::gen::inRange<int64_t>(0, 60);
-    if (std::find(layer_ids.begin(), layer_ids.end(), id) == layer_ids.end()) layer_ids.push_back(id);
-  }
-  c.layer_ids = layer_ids;
-  c.bases.clear();
-  if (profile == Profile::kV41) {
-    c.bases.assign(static_cast<size_t>(c.max_ngram - 1), *rc::gen::inRange<int64_t>(2, 80));
-    c.num_embeddings.clear();  // §LAY.4 check skipped: no shipped sums for random layouts
-    c.compressed_vocab_size.reset();
-    c.seed = 0;
-  } else {
-    for (int i = 0; i < c.max_ngram - 1; ++i) c.bases.push_back(*rc::gen::inRange<int64_t>(2, 80));
-    c.seed = *rc::gen::inRange<int64_t>(0, 1000);
-  }
-  const int64_t v = DrawVocab();
-  const int64_t pad = *rc::gen::inRange<int64_t>(0, std::min<int64_t>(v, 50));
-  return BuildLayout(c, v, pad);
-}
-
-Profile DrawProfile() { return *rc::gen::element(Profile::kV41, Profile::kDemoV1); }
-
-// Chunk sizes (zeros included) that add up to n.
-std::vector<size_t> DrawChunks(size_t n) {
-  std::vector<size_t> chunks;
-  size_t left = n;
-  while (left > 0) {
-    // rc::gen::inRange scales with the test size (at size 0 it yields its
-    // lower bound), so draw non-empty chunks and insert empty ones separately.
-    if (*rc::gen::inRange(0, 4) == 1) chunks.push_back(0);
-    const size_t c = *rc::gen::inRange<size_t>(1, left + 1);
-    chunks.push_back(c);
-    left -= c;
-  }
-  if (*rc::gen::arbitrary<bool>()) chunks.push_back(0);
-  return chunks;
 }
 
 // ---------------------------------------------------------------------------

@@ -10,18 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "conformance/plugins/abi_shims.h"
 #include "reference/input_files.h"
 #include "base/error.h"
 
 namespace engram::plugin {
-
-int Refuse(const std::exception& e, char* err, size_t err_len) {
-  if (err != nullptr && err_len > 0) {
-    std::strncpy(err, e.what(), err_len - 1);
-    err[err_len - 1] = '\0';
-  }
-  return 1;
-}
 
 void CheckLen(size_t got, size_t want, const char* field) {
   if (got != want) {
@@ -39,7 +32,7 @@ void CheckCapacity(size_t capacity, size_t need, const char* field) {
 }  // namespace engram::plugin
 
 using engram::Error;
-using engram::plugin::Refuse;
+using engram::plugin::GuardHandle;
 
 extern "C" {
 
@@ -47,7 +40,7 @@ extern "C" {
 
 engram_layout* engram_layout_create(const char* config_json, const char* profile, int64_t compressed_vocab_size,
                                     int64_t compressed_pad, char* err, size_t err_len) {
-  try {
+  return GuardHandle(err, err_len, [&] {
     if (config_json == nullptr) throw Error("config_json: NULL");
     // The layouts built last, by their arguments: a random run asks the same
     // layout for several cases in a row (the generator's kCasesPerLayout),
@@ -72,10 +65,7 @@ engram_layout* engram_layout_create(const char* config_json, const char* profile
     if (built.size() >= 4) built.erase(built.begin());
     built.emplace_back(std::move(key), *l);
     return l.release();
-  } catch (const std::exception& e) {
-    Refuse(e, err, err_len);
-    return nullptr;
-  }
+  });
 }
 
 void engram_layout_destroy(engram_layout* layout) { delete layout; }
@@ -105,36 +95,27 @@ void engram_layout_fingerprint(const engram_layout* l, char* out) {
 
 engram_table* engram_table_synthetic(uint64_t seed, int64_t rows, int64_t head_dim, int32_t edge_rows, char* err,
                                      size_t err_len) {
-  try {
+  return GuardHandle(err, err_len, [&] {
     if (rows < 1) throw Error("rows: " + std::to_string(rows) + " (a table has at least one row)");
     if (head_dim < engram::kScaleBlock || head_dim % engram::kScaleBlock != 0) {
       throw Error("head_dim: " + std::to_string(head_dim) + " is not a positive multiple of 32");
     }
     return new engram_table{engram::SyntheticTable(seed, rows, head_dim, edge_rows != 0)};
-  } catch (const std::exception& e) {
-    Refuse(e, err, err_len);
-    return nullptr;
-  }
+  });
 }
 
 engram_table* engram_table_open_safetensors(const char* path, const char* tensor_prefix, char* err, size_t err_len) {
-  try {
+  return GuardHandle(err, err_len, [&] {
     if (path == nullptr || tensor_prefix == nullptr) throw Error("path and tensor_prefix must not be NULL");
     return new engram_table{engram::OpenSafetensors(path, tensor_prefix)};
-  } catch (const std::exception& e) {
-    Refuse(e, err, err_len);
-    return nullptr;
-  }
+  });
 }
 
 engram_table* engram_table_open_packed(const char* path, int64_t head_dim, char* err, size_t err_len) {
-  try {
+  return GuardHandle(err, err_len, [&] {
     if (path == nullptr) throw Error("path must not be NULL");
     return new engram_table{engram::OpenPackedRows(path, head_dim)};
-  } catch (const std::exception& e) {
-    Refuse(e, err, err_len);
-    return nullptr;
-  }
+  });
 }
 
 void engram_table_destroy(engram_table* table) { delete table; }

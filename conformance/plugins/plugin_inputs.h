@@ -31,9 +31,6 @@ struct engram_table {
 
 namespace engram::plugin {
 
-// Copies e.what() into the caller's buffer (truncated, always terminated); returns 1.
-int Refuse(const std::exception& e, char* err, size_t err_len);
-
 // The C ABI promises messages that name the field: checked before the data is
 // used (the callee's own checks name its internal names). Throw engram::Error.
 void CheckLen(size_t got, size_t want, const char* field);

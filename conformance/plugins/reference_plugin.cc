@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "conformance/plugins/abi_shims.h"
 #include "conformance/plugins/plugin_inputs.h"
 #include "reference/config.h"
 #include "base/error.h"
@@ -46,7 +47,8 @@ namespace {
 
 using engram::plugin::CheckCapacity;
 using engram::plugin::CheckLen;
-using engram::plugin::Refuse;
+using engram::plugin::Guard;
+using engram::plugin::GuardHandle;
 
 // §FUS.8 Which evaluation the fusion entry points answer with.
 engram::Precision AnswerPrecision() {
@@ -113,58 +115,47 @@ const engram_conformance_info_t* engram_conformance_info(void) {
 
 int engram_bounded_integers(uint64_t seed, int64_t low, int64_t high_minus_one, size_t count, int64_t* out, char* err,
                             size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     engram::Pcg64 gen{engram::SeedSequence(seed)};
     const auto high = static_cast<engram::uint128_t>(static_cast<__int128>(high_minus_one) + 1);
     const std::vector<int64_t> values = engram::IntegersWide(gen, low, high, count);
     std::copy(values.begin(), values.end(), out);
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 int engram_multipliers(int64_t seed, int64_t layer_id, int64_t compressed_vocab_size, int32_t max_ngram, int64_t* out,
                        char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     const std::vector<int64_t> m = engram::LayerMultipliers(seed, layer_id, compressed_vocab_size, max_ngram);
     std::copy(m.begin(), m.end(), out);
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 
 engram_hasher* engram_hasher_create(const engram_layout* layout, size_t rollback_capacity, char* err, size_t err_len) {
-  try {
+  return GuardHandle(err, err_len, [&] {
     return new engram_hasher{layout, engram::HashState(layout->layout, rollback_capacity), rollback_capacity};
-  } catch (const std::exception& e) {
-    Refuse(e, err, err_len);
-    return nullptr;
-  }
+  });
 }
 
 engram_hasher* engram_hasher_fork(const engram_hasher* h) { return new engram_hasher(*h); }
 void engram_hasher_destroy(engram_hasher* h) { delete h; }
 
 int engram_hasher_append(engram_hasher* h, const int64_t* ids, size_t n, int64_t* rows, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     const size_t per_id = h->layout->layout.layers.size() * static_cast<size_t>(h->layout->layout.columns());
     h->state.AppendInto(std::span<const int64_t>(ids, n), std::span<int64_t>(rows, n * per_id));
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 int engram_hasher_rollback(engram_hasher* h, size_t k, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     h->state.Rollback(k);
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 int64_t engram_hasher_position(const engram_hasher* h) { return h->state.position(); }
@@ -177,23 +168,19 @@ size_t engram_hasher_history(const engram_hasher* h, int64_t* ids) {
 
 int engram_hasher_import(engram_hasher* h, int64_t position, const int64_t* ids, size_t count,
                          const char* layout_fingerprint, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     engram::HashHistory history{position, std::vector<int64_t>(ids, ids + count),
                                 layout_fingerprint != nullptr ? layout_fingerprint : ""};
     h->state = engram::HashState::Import(h->layout->layout, history, h->capacity);
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 int engram_decode_element(uint8_t code, uint8_t scale, uint16_t* bf16_bits, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     *bf16_bits = engram::DecodeElement(code, scale);
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 // ---------------------------------------------------------------- §STO tables (ABI 1.1)
@@ -201,48 +188,42 @@ int engram_decode_element(uint8_t code, uint8_t scale, uint16_t* bf16_bits, char
 
 int engram_table_lookup(const engram_table* table, const int64_t* row_ids, size_t n, uint16_t* out, size_t out_len,
                         char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     CheckCapacity(out_len, n * static_cast<size_t>(table->source->head_dim()), "out");
     const std::vector<uint16_t> v = engram::LookupRows(*table->source, std::span<const int64_t>(row_ids, n));
     std::copy(v.begin(), v.end(), out);
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 int engram_table_row_shard_lookup(const engram_table* table, int32_t rank, int32_t world, const int64_t* row_ids,
                                   size_t n, uint16_t* out, size_t out_len, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     if (world < 1) throw engram::Error("world: " + std::to_string(world) + " (at least 1)");
     if (rank < 0 || rank >= world) throw engram::Error("rank: " + std::to_string(rank) + " is not in [0, world)");
     CheckCapacity(out_len, n * static_cast<size_t>(table->source->head_dim()), "out");
     const std::vector<uint16_t> v = engram::ShardLookup(*table->source, std::span<const int64_t>(row_ids, n), rank, world);
     std::copy(v.begin(), v.end(), out);
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 int engram_shard_reduce(const uint16_t* partials, int32_t world, size_t count, uint16_t* out, char* err,
                         size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     if (world < 1) throw engram::Error("world: " + std::to_string(world) + " (at least 1)");
     std::vector<std::vector<uint16_t>> parts;
     for (int32_t r = 0; r < world; ++r) parts.push_back(Vec(partials + static_cast<size_t>(r) * count, count));
     const std::vector<uint16_t> v = engram::ReduceShards(parts);
     std::copy(v.begin(), v.end(), out);
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 int engram_table_head_shard_lookup(const engram_table* table, int32_t rank, int32_t world, int32_t columns,
                                    const int64_t* row_ids, size_t n, uint16_t* out, size_t out_len, size_t* written,
                                    char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     if (world < 1) throw engram::Error("world: " + std::to_string(world) + " (at least 1)");
     if (rank < 0 || rank >= world) throw engram::Error("rank: " + std::to_string(rank) + " is not in [0, world)");
     if (columns < 1) throw engram::Error("columns: " + std::to_string(columns) + " (at least 1)");
@@ -252,14 +233,12 @@ int engram_table_head_shard_lookup(const engram_table* table, int32_t rank, int3
     std::copy(v.begin(), v.end(), out);
     *written = v.size();
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 int engram_float_table_lookup(uint64_t seed, int64_t rows, int64_t width, const int64_t* row_ids, size_t n, float* out,
                               size_t out_len, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     if (rows < 1) throw engram::Error("rows: " + std::to_string(rows) + " (a table has at least one row)");
     if (width < 1) throw engram::Error("width: " + std::to_string(width) + " (at least 1)");
     CheckCapacity(out_len, n * static_cast<size_t>(width), "out");
@@ -267,24 +246,19 @@ int engram_float_table_lookup(uint64_t seed, int64_t rows, int64_t width, const 
     const std::vector<float> v = engram::LookupFloatRows(*table, std::span<const int64_t>(row_ids, n));
     std::copy(v.begin(), v.end(), out);
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 // ---------------------------------------------------------------- §TOK token map (ABI 1.1)
 
 engram_token_map* engram_token_map_build(const char* tokenizer_json, size_t length, char* err, size_t err_len) {
-  try {
+  return GuardHandle(err, err_len, [&] {
     if (tokenizer_json == nullptr) throw engram::Error("tokenizer_json: NULL");
     auto m = std::make_unique<engram_token_map>();
     m->tokenizer = engram::ParseTokenizerJson(std::string_view(tokenizer_json, length), "tokenizer.json");
     m->map = engram::BuildTokenMap(m->tokenizer, &m->keys);
     return m.release();
-  } catch (const std::exception& e) {
-    Refuse(e, err, err_len);
-    return nullptr;
-  }
+  });
 }
 
 void engram_token_map_destroy(engram_token_map* map) { delete map; }
@@ -296,7 +270,7 @@ void engram_token_map_ids(const engram_token_map* map, int64_t* out) {
 
 int engram_token_map_check(const engram_token_map* map, int64_t pad_id, int64_t compressed_vocab_size,
                            int64_t* compressed_pad, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     // §TOK.4 through a minimal v4.1 configuration: only the pad id and the size are read.
     engram::EngramConfig config;
     config.profile = engram::Profile::kV41;
@@ -305,23 +279,19 @@ int engram_token_map_check(const engram_token_map* map, int64_t pad_id, int64_t 
     if (compressed_vocab_size >= 0) config.compressed_vocab_size = compressed_vocab_size;
     *compressed_pad = engram::CheckTokenMapForConfig(map->map, config);
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 int engram_token_map_compress(const engram_token_map* map, const int64_t* raw, const uint8_t* mask, size_t n,
                               const char* profile, int64_t* out, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     const std::optional<engram::Profile> p = profile ? engram::ParseProfile(profile) : std::nullopt;
     if (!p) throw engram::Error(std::string("profile: \"") + (profile ? profile : "(null)") + "\" is neither \"v4.1\" nor \"demo-v1\"");
     const std::vector<int64_t> ids = engram::CompressIds(*p, map->map, std::span(raw, n),
                                                          mask ? std::span(mask, n) : std::span<const uint8_t>());
     std::copy(ids.begin(), ids.end(), out);
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 int engram_token_map_key(const engram_token_map* map, int64_t id, engram_token_key_t* key) {
@@ -348,21 +318,19 @@ int engram_token_map_key(const engram_token_map* map, int64_t id, engram_token_k
 // ---------------------------------------------------------------- §FUS fusion (ABI 1.1)
 
 int engram_gate(const char* profile, double dot, double* gate, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     const std::string p = profile != nullptr ? profile : "";
     if (p == "v4.1") *gate = engram::GateV41(dot, AnswerPrecision()).gate;
     else if (p == "demo-v1") *gate = engram::GateDemo(dot, AnswerPrecision()).gate;
     else throw engram::Error("profile: \"" + p + "\" is neither \"v4.1\" nor \"demo-v1\"");
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 int engram_v41_gate(size_t dim, size_t hc, double eps, engram_bf16_span_t x, engram_bf16_span_t key,
                     engram_bf16_span_t value, engram_bf16_span_t q_weight, engram_bf16_span_t k_weight, int32_t masked,
                     double* gate, uint16_t* out, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     if (dim == 0 || hc == 0) throw engram::Error("dim and hc must be >= 1");
     CheckLen(x.len, hc * dim, "x [hc][dim]");
     CheckLen(key.len, hc * dim, "key [hc][dim]");
@@ -378,14 +346,12 @@ int engram_v41_gate(size_t dim, size_t hc, double eps, engram_bf16_span_t x, eng
       std::copy(t.out_bf16.begin(), t.out_bf16.end(), out + c * dim);
     }
     return 0;
-  } catch (const std::exception& e) {
-    return Refuse(e, err, err_len);
-  }
+  });
 }
 
 int engram_wkv_bf16(engram_bf16_span_t e, engram_bf16_span_t weight, size_t out_features, uint16_t* kv, char* err,
                     size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     CheckLen(weight.len, out_features * e.len, "weight [out][in]");
     std::vector<double> ed, w;
     for (size_t k = 0; k < e.len; ++k) ed.push_back(engram::Bf16Value(e.data[k]));
@@ -393,14 +359,12 @@ int engram_wkv_bf16(engram_bf16_span_t e, engram_bf16_span_t weight, size_t out_
     const std::vector<double> y = engram::LinearNoBias(ed, w, out_features, AnswerPrecision());
     for (size_t n = 0; n < out_features; ++n) kv[n] = engram::ToBf16(y[n]);
     return 0;
-  } catch (const std::exception& ex) {
-    return Refuse(ex, err, err_len);
-  }
+  });
 }
 
 int engram_wkv_fp8(engram_bf16_span_t e, engram_u8_span_t weight_codes, engram_u8_span_t weight_scales,
                    size_t out_features, uint16_t* kv, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     if (e.len % 32 != 0) throw engram::Error("e: " + std::to_string(e.len) + " values, not a multiple of 32");
     CheckLen(weight_codes.len, out_features * e.len, "weightCodes [out][in]");
     CheckLen(weight_scales.len, ((out_features + 31) / 32) * (e.len / 32), "weightScales [ceil(out/32)][in/32]");
@@ -411,14 +375,12 @@ int engram_wkv_fp8(engram_bf16_span_t e, engram_u8_span_t weight_codes, engram_u
                           AnswerPrecision());
     for (size_t n = 0; n < out_features; ++n) kv[n] = engram::ToBf16(y[n]);
     return 0;
-  } catch (const std::exception& ex) {
-    return Refuse(ex, err, err_len);
-  }
+  });
 }
 
 int engram_demo_gate(const engram_demo_params_t* params, engram_f64_span_t e, engram_f64_span_t hidden, double* gate,
                      double* value, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     const engram::DemoParams q = DemoParams(params);
     CheckLen(e.len, q.in, "e [in]");
     CheckLen(hidden.len, q.hc * q.hidden, "hidden [hc][hidden]");
@@ -428,28 +390,24 @@ int engram_demo_gate(const engram_demo_params_t* params, engram_f64_span_t e, en
       std::copy(t.streams[c].value.begin(), t.streams[c].value.end(), value + c * q.hidden);
     }
     return 0;
-  } catch (const std::exception& ex) {
-    return Refuse(ex, err, err_len);
-  }
+  });
 }
 
 int engram_short_conv(const engram_demo_params_t* params, size_t steps, engram_f64_span_t value, double* output,
                       char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     const engram::DemoParams q = DemoParams(params);
     CheckLen(value.len, steps * q.hc * q.hidden, "value [steps][hc][hidden]");
     const engram::ShortConvTrace t = engram::ShortConv(Vec(value), steps, q, AnswerPrecision());
     std::copy(t.act.begin(), t.act.end(), output);
     return 0;
-  } catch (const std::exception& ex) {
-    return Refuse(ex, err, err_len);
-  }
+  });
 }
 
 int engram_forward_v41(const engram_layout* layout, uint64_t table_seed, const engram_v41_fusion_params_t* params,
                        const int64_t* ids, size_t n, engram_bf16_span_t x, uint16_t* out, double* gate, size_t gate_len,
                        size_t* gate_count, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     const engram::EngramConfig& cfg = layout->config;
     const engram::Layout& lay = layout->layout;
     if (cfg.profile != engram::Profile::kV41) throw engram::Error("layout: not a v4.1 configuration");
@@ -488,15 +446,13 @@ int engram_forward_v41(const engram_layout* layout, uint64_t table_seed, const e
     }
     *gate_count = n * hc;
     return 0;
-  } catch (const std::exception& ex) {
-    return Refuse(ex, err, err_len);
-  }
+  });
 }
 
 int engram_forward_demo(const engram_layout* layout, uint64_t table_seed, const engram_demo_params_t* params,
                         const int64_t* ids, size_t n, engram_f64_span_t hidden, double* output, double* hidden_after,
                         double* gate, char* err, size_t err_len) {
-  try {
+  return Guard(err, err_len, [&] {
     const engram::Layout& lay = layout->layout;
     if (layout->config.profile != engram::Profile::kDemoV1) throw engram::Error("layout: not a demo-v1 configuration");
     if (lay.layers.empty()) throw engram::Error("layout: no layers");
@@ -518,9 +474,7 @@ int engram_forward_demo(const engram_layout* layout, uint64_t table_seed, const 
       for (size_t c = 0; c < q.hc; ++c) gate[i * q.hc + c] = t.tokens[i].streams[c].gate;
     }
     return 0;
-  } catch (const std::exception& ex) {
-    return Refuse(ex, err, err_len);
-  }
+  });
 }
 
 }  // extern "C"
