@@ -373,9 +373,14 @@ EngramConfig LoadConfig(const std::filesystem::path& path, std::optional<Profile
   return ParseConfig(ReadJsonFile(path, InputKind::kConfig), path.string(), override_profile);
 }
 
-EngramConfig V41FlashConfig() {
-  // The inference config.json of DeepSeek-V4.1-Flash (spec/sources.md [SRC-V41-CONFIG]).
-  nlohmann::json doc = {
+nlohmann::ordered_json V41FlashConfigJson() {
+  // The inference config.json of DeepSeek-V4.1-Flash (spec/sources.md [SRC-V41-CONFIG]),
+  // the one home of these figures: V41FlashConfig() parses it, the vector
+  // generator writes it into the layout and hash suites (without vocab_size,
+  // which is why that key comes last), and a test checks that the shipped
+  // conformance/configs/v41-flash.json holds the same values. ordered_json keeps
+  // the key order, which the committed vectors' bytes pin.
+  return {
       {"engram_layer_ids", {1, 14}},
       {"engram_vocab_size", 16000000},
       {"engram_num_embeddings", {384006168, 384016682}},
@@ -389,7 +394,11 @@ EngramConfig V41FlashConfig() {
       {"norm_eps", 1e-20},
       {"vocab_size", 129280},
   };
-  return ParseConfig(doc, "<builtin v4.1>", Profile::kV41);
+}
+
+EngramConfig V41FlashConfig() {
+  // §CFG.2 The shipped figures go through the same parser as any user's file.
+  return ParseConfig(nlohmann::json(V41FlashConfigJson()), "<builtin v4.1>", Profile::kV41);
 }
 
 EngramConfig DemoV1Config() {

@@ -84,6 +84,9 @@ EngramConfig LoadConfig(const std::filesystem::path& path,
 
 /// §CFG.2/§CFG.3 The shipped configurations, used when no file is given.
 EngramConfig V41FlashConfig();  ///< DeepSeek-V4.1-Flash inference config.json values
+/// §CFG.2 The DeepSeek-V4.1-Flash inference config.json as a document (keys in
+/// a fixed order, vocab_size last): the one home of V41FlashConfig()'s figures.
+nlohmann::ordered_json V41FlashConfigJson();
 EngramConfig DemoV1Config();    ///< engram_demo_v1.py defaults
 
 /// §CFG.4 Reads a JSON document from a file of `kind` (its §ERR.4 size limit);

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/program_paths.h"
 
 namespace engram {
 namespace {
@@ -113,6 +114,14 @@ TEST(ConfigV41, BuiltinEqualsShippedInferenceConfig_CFG2) {
   EXPECT_EQ(a.pad_id, b.pad_id);
   EXPECT_EQ(a.compressed_vocab_size, b.compressed_vocab_size);
   EXPECT_EQ(a.head_dim, b.head_dim);
+}
+
+// The shipped file users pass with --config and the reference's built-in
+// document are one configuration: compared as JSON values (key order free).
+TEST(ConfigV41, ShippedFileIsTheBuiltinDocument_CFG2) {
+  const json shipped = ReadJsonFile(std::string(ENGRAM_SOURCE_DIR) + "/conformance/configs/v41-flash.json",
+                                    engram::InputKind::kConfig);
+  EXPECT_EQ(shipped, json(V41FlashConfigJson()));
 }
 
 TEST(ConfigV41, BothPadSpellingsAgreeing_CFG2) {

@@ -244,17 +244,11 @@ std::vector<std::string> WithMutantFlags(std::vector<std::string> flags, const s
 }
 
 ojson V41ConfigJson() {
-  return {{"engram_layer_ids", {1, 14}},
-          {"engram_vocab_size", 16000000},
-          {"engram_num_embeddings", {384006168, 384016682}},
-          {"engram_max_ngram_size", 4},
-          {"engram_n_heads", 8},
-          {"engram_head_dim", 256},
-          {"engram_pad_id", 2},
-          {"engram_compressed_vocab_size", 99092},
-          {"dim", 5120},
-          {"hc_mult", 4},
-          {"norm_eps", 1e-20}};
+  // The vectors carry the reference's figures without the backbone's vocab_size
+  // (informative, §CFG.2); erasing it keeps the other keys' order.
+  ojson c = V41FlashConfigJson();
+  c.erase("vocab_size");
+  return c;
 }
 
 ojson DemoConfigJson() {
