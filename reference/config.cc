@@ -301,26 +301,28 @@ EngramConfig ParseV41(const nlohmann::json& doc, std::string_view source) {
 }
 
 EngramConfig ParseDemo(const nlohmann::json& doc, std::string_view source) {
-  // §CFG.3 absent keys take engram_demo_v1.py's dataclass defaults.
-  EngramConfig c = DemoV1Config();
+  // §CFG.3 absent keys take engram_demo_v1.py's dataclass defaults: the
+  // document's keys overlay DemoV1ConfigJson(), so every key read below is
+  // present (compressed_vocab_size, no demo field, is optional).
+  nlohmann::json merged = nlohmann::json(DemoV1ConfigJson());
+  merged.update(doc);
+  const nlohmann::json& d = merged;
+  EngramConfig c;
+  c.profile = Profile::kDemoV1;
   c.source = std::string(source);
-  if (doc.contains("engram_vocab_size")) c.bases = GetIntList(doc, source, "engram_vocab_size");
-  if (doc.contains("max_ngram_size")) {
-    c.max_ngram = GetSmallInt(doc, source, "max_ngram_size", 2, 64, "2-grams are the smallest order");
-  }
-  if (doc.contains("n_head_per_ngram")) {
-    c.heads = GetSmallInt(doc, source, "n_head_per_ngram", 1, 4096, "at least one head per order");
-  }
-  if (doc.contains("n_embed_per_ngram")) c.n_embed_per_ngram = GetInt(doc, source, "n_embed_per_ngram");
-  if (doc.contains("layer_ids")) c.layer_ids = GetIntList(doc, source, "layer_ids");
-  if (doc.contains("pad_id")) c.pad_id = GetInt(doc, source, "pad_id");
-  if (doc.contains("seed")) c.seed = GetInt(doc, source, "seed");
-  if (doc.contains("kernel_size")) c.kernel_size = GetInt(doc, source, "kernel_size");
-  if (doc.contains("hidden_size")) c.hidden_size = GetInt(doc, source, "hidden_size");
-  if (doc.contains("hc_mult")) c.hc_mult = GetInt(doc, source, "hc_mult");
-  if (doc.contains("vocab_size")) c.vocab_size = GetInt(doc, source, "vocab_size");
-  if (doc.contains("compressed_vocab_size")) {
-    c.compressed_vocab_size = GetInt(doc, source, "compressed_vocab_size");
+  c.bases = GetIntList(d, source, "engram_vocab_size");
+  c.max_ngram = GetSmallInt(d, source, "max_ngram_size", 2, 64, "2-grams are the smallest order");
+  c.heads = GetSmallInt(d, source, "n_head_per_ngram", 1, 4096, "at least one head per order");
+  c.n_embed_per_ngram = GetInt(d, source, "n_embed_per_ngram");
+  c.layer_ids = GetIntList(d, source, "layer_ids");
+  c.pad_id = GetInt(d, source, "pad_id");
+  c.seed = GetInt(d, source, "seed");
+  c.kernel_size = GetInt(d, source, "kernel_size");
+  c.hidden_size = GetInt(d, source, "hidden_size");
+  c.hc_mult = GetInt(d, source, "hc_mult");
+  c.vocab_size = GetInt(d, source, "vocab_size");
+  if (d.contains("compressed_vocab_size")) {
+    c.compressed_vocab_size = GetInt(d, source, "compressed_vocab_size");
     if (*c.compressed_vocab_size < 1) {
       Fail(source, "compressed_vocab_size", "must be >= 1, got " + std::to_string(*c.compressed_vocab_size));
     }
@@ -401,24 +403,32 @@ EngramConfig V41FlashConfig() {
   return ParseConfig(nlohmann::json(V41FlashConfigJson()), "<builtin v4.1>", Profile::kV41);
 }
 
+nlohmann::ordered_json DemoV1ConfigJson() {
+  // EngramConfig() and BackBoneConfig() defaults of engram_demo_v1.py
+  // (spec/sources.md [SRC-DEMO]), the one home of these figures: ParseDemo()
+  // overlays a document on them, DemoV1Config() parses them alone, the vector
+  // generator writes them into the layout, hash and forward suites, and a test
+  // checks that the shipped conformance/configs/demo-v1.json holds the same
+  // values. ordered_json keeps the key order, which the committed vectors'
+  // bytes pin.
+  return {
+      {"engram_vocab_size", {129280 * 5, 129280 * 5}},
+      {"max_ngram_size", 3},
+      {"n_embed_per_ngram", 512},
+      {"n_head_per_ngram", 8},
+      {"layer_ids", {1, 15}},
+      {"pad_id", 2},
+      {"seed", 0},
+      {"kernel_size", 4},
+      {"hidden_size", 1024},
+      {"hc_mult", 4},
+      {"vocab_size", 129280},
+  };
+}
+
 EngramConfig DemoV1Config() {
-  // EngramConfig() and BackBoneConfig() defaults of engram_demo_v1.py.
-  EngramConfig c;
-  c.profile = Profile::kDemoV1;
-  c.source = "<builtin demo-v1>";
-  c.bases = {129280 * 5, 129280 * 5};
-  c.max_ngram = 3;
-  c.n_embed_per_ngram = 512;
-  c.heads = 8;
-  c.head_dim = 512 / 8;
-  c.layer_ids = {1, 15};
-  c.pad_id = 2;
-  c.seed = 0;
-  c.kernel_size = 4;
-  c.hidden_size = 1024;
-  c.hc_mult = 4;
-  c.vocab_size = 129280;
-  return c;
+  // §CFG.3 The defaults go through the same parser as any user's file.
+  return ParseConfig(nlohmann::json::object(), "<builtin demo-v1>", Profile::kDemoV1);
 }
 
 }  // namespace engram

@@ -88,6 +88,9 @@ EngramConfig V41FlashConfig();  ///< DeepSeek-V4.1-Flash inference config.json v
 /// a fixed order, vocab_size last): the one home of V41FlashConfig()'s figures.
 nlohmann::ordered_json V41FlashConfigJson();
 EngramConfig DemoV1Config();    ///< engram_demo_v1.py defaults
+/// §CFG.3 engram_demo_v1.py's defaults as a document (keys in a fixed order):
+/// the one home of DemoV1Config()'s figures and of ParseConfig()'s demo defaults.
+nlohmann::ordered_json DemoV1ConfigJson();
 
 /// §CFG.4 Reads a JSON document from a file of `kind` (its §ERR.4 size limit);
 /// errors name the path and the parse position; a repeated key is refused (§ERR.5).

@@ -225,6 +225,13 @@ TEST(ConfigDemo, EmptyObjectWithOverrideGivesDefaults_CFG3) {
   ExpectDemoDefaults(DemoV1Config());
 }
 
+// As for v4.1: the shipped demo file and the built-in defaults are one configuration.
+TEST(ConfigDemo, ShippedFileIsTheBuiltinDocument_CFG3) {
+  const json shipped = ReadJsonFile(std::string(ENGRAM_SOURCE_DIR) + "/conformance/configs/demo-v1.json",
+                                    engram::InputKind::kConfig);
+  EXPECT_EQ(shipped, json(DemoV1ConfigJson()));
+}
+
 TEST(ConfigDemo, DetectedFromOneMarkerWithDefaults_CFG3) {
   ExpectDemoDefaults(ParseConfig(json{{"layer_ids", {1, 15}}}, kSrc));
 }

@@ -251,19 +251,7 @@ ojson V41ConfigJson() {
   return c;
 }
 
-ojson DemoConfigJson() {
-  return {{"engram_vocab_size", {646400, 646400}},
-          {"max_ngram_size", 3},
-          {"n_embed_per_ngram", 512},
-          {"n_head_per_ngram", 8},
-          {"layer_ids", {1, 15}},
-          {"pad_id", 2},
-          {"seed", 0},
-          {"kernel_size", 4},
-          {"hidden_size", 1024},
-          {"hc_mult", 4},
-          {"vocab_size", 129280}};
-}
+ojson DemoConfigJson() { return DemoV1ConfigJson(); }
 
 // A v4.1 config of any shape with engram_num_embeddings filled in from the
 // layout (so that it is consistent by construction).
