@@ -157,3 +157,19 @@ if [[ -x "$PY" ]]; then
   e2e "--suite hash_v41 (example adapter, --exec)" $((N / 10)) --exec "$PY $ROOT/conformance/examples/numpy_adapter.py" --suite hash_v41
 fi
 echo "* cores for 10^9 cases of that suite in 8 hours (one shard per core) at that many cases per CPU-second"
+
+# No channel: the same cases drawn by the same stream, each request written
+# and digested as the runner does, answered by the plug-in host's code for the
+# reference plug-in called in one process (no pipe, no answer text, no parse)
+# and judged by the runner's code (`engram bench random --lib`). No channel
+# between runner and host can make a run cheaper than this: it is the lower
+# bound of the CPU time per case, and its cases/s the most the cores reach.
+if [[ -f "$PLUGIN" ]]; then
+  printf '\n%-44s %8s %7s %9s %7s %12s\n' "no channel (engram bench random --lib)" cases wall_s cases/s cpu_s "cases/cpu-s"
+  for suite in multipliers layout hash_v41 hash_demo hash_state table_lookup tp_shard token_map gate_v41 gate_demo short_conv_demo engram_forward; do
+    n=$N
+    case $suite in token_map | gate_v41 | gate_demo | short_conv_demo | engram_forward) n=$((N / 10)) ;; esac
+    "$BIN" bench random --suite "$suite" --cases "$n" --seed 1 --lib "$PLUGIN" |
+      python3 -c 'import json,sys; d=json.load(sys.stdin); c=d["no_channel"]; print("%-44s %8d %7.1f %9.0f %7.1f %12.0f" % ("--suite " + d["suite"], d["cases"], c["seconds"], c["cases_per_second"], c["cpu_seconds"], c["cases_per_cpu_second"]))'
+  done
+fi

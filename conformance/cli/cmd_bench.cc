@@ -4,7 +4,13 @@
 #include <memory>
 #include <span>
 
+#include <sys/resource.h>
+
 #include "conformance/cli/common.h"
+#include "conformance/host/plugin_api.h"
+#include "conformance/host/plugin_host.h"
+#include "conformance/runner/judge.h"
+#include "conformance/runner/shard.h"
 #include "base/error.h"
 #include "base/splitmix64.h"
 #include "reference/hash.h"
@@ -16,6 +22,58 @@ namespace {
 
 // A counter-based generator for benchmark inputs: the next SplitMix64 output.
 uint64_t NextSplitMix64(uint64_t& state) { return SplitMix64Mix(state += kSplitMix64Golden); }
+
+// CPU seconds of this process (all its threads) so far.
+double CpuSeconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+// §CONF.7 A random run with no channel at all: the cases drawn as `engram
+// conform --random` draws them (the stream, `threads` workers), each request
+// written and digested as the runner does, answered by the plug-in host's own
+// code for the library at `lib` called in this process (no pipe, no answer
+// text, no parse: the JSON objects handed over as they are) and judged by the
+// runner's code. What is left is what any channel between runner and host
+// cannot remove: the lower bound of a run's CPU time per case. A benchmark
+// only: `engram conform` keeps the library out of process (§CONF.3).
+ojson NoChannel(const vectors::RandomSuite& gen, const std::string& lib, uint64_t seed, int64_t cases, int threads) {
+  const host::Api api = host::LoadApi(lib);
+  const std::string label = "random:" + gen.suite;
+  conform::CaseDigest digest;
+  int64_t passed = 0;
+  const double cpu0 = CpuSeconds();
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    vectors::CaseStream stream(gen, seed, cases, threads);
+    vectors::RandomCase c;
+    for (int64_t i = 0; stream.Next(c); ++i) {
+      conform::PreparedTest p = conform::PrepareTest(gen.suite, label, i + 1, c.group, c.test);
+      digest.Add(p.line);
+      const nlohmann::json request = {{"op", "test"},  {"suite", gen.suite},           {"type", p.type},
+                                      {"tcId", i + 1}, {"group", nlohmann::json(c.group)}, {"test", nlohmann::json(p.split.inputs)}};
+      conform::Peer::Reply reply;
+      reply.body = ojson(host::Answer(api, request));
+      const conform::TestResult r = conform::JudgeReply(p, c.group, c.test, reply);
+      if (r.status != "pass") {
+        throw Error("bench random --lib: case " + std::to_string(i + 1) + " of seed " + std::to_string(seed) + " " +
+                    r.status + ": " + r.reason + " " + r.detail + " (the benchmark needs a library that passes)");
+      }
+      ++passed;
+    }
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double cpu = CpuSeconds() - cpu0;
+  return {{"lib", lib},
+          {"passed", passed},
+          {"seconds", wall},
+          {"cases_per_second", static_cast<double>(cases) / wall},
+          {"cpu_seconds", cpu},
+          {"cases_per_cpu_second", static_cast<double>(cases) / cpu},
+          {"request_digest", digest.Hex()}};
+}
 
 }  // namespace
 
@@ -88,6 +146,7 @@ void AddBenchCommand(CLI::App& app) {
     int64_t cases = 20000;
     int64_t seed = 1;
     int64_t threads = vectors::DefaultCaseThreads();
+    std::string lib;
   };
   auto r = std::make_shared<RandomState>();
   auto* rnd = bench->add_subcommand("random", "Time drawing and computing N random cases of a suite (§CONF.7)");
@@ -98,6 +157,10 @@ void AddBenchCommand(CLI::App& app) {
   rnd->add_option("--threads", r->threads,
                   "Threads for the second measurement, as engram conform --random-threads (default: the cores, at most 8)")
       ->check(IntIn(1, 64, "a number of threads"));
+  rnd->add_option("--lib", r->lib,
+                  "Also run the cases with no channel: answered by this C-ABI library in this process and judged "
+                  "(the lower bound of engram conform --random's CPU time per case; a benchmark only)")
+      ->check(CLI::ExistingFile);
   rnd->callback([r] {
     const vectors::RandomSuite* gen = vectors::FindRandomSuite(r->suite);
     if (gen == nullptr) {
@@ -145,6 +208,9 @@ void AddBenchCommand(CLI::App& app) {
     doc["cases_per_second_with_json"] = static_cast<double>(r->cases) / with_json;
     doc["json_bytes"] = bytes;
     doc["checksum"] = checksum;
+    if (!r->lib.empty()) {
+      doc["no_channel"] = NoChannel(*gen, r->lib, static_cast<uint64_t>(r->seed), r->cases, static_cast<int>(r->threads));
+    }
     Emit(doc, "");
   });
 }

@@ -46,6 +46,30 @@ TEST(CliBench, PrintsThroughput) {
   EXPECT_EQ(json::parse(small.out)["checksum"], d["checksum"]);
 }
 
+// §CONF.7 `bench random --lib`: the cases of a random run answered with no
+// channel. It asks exactly the requests `engram conform --random` sends (the
+// same request digest, §CONF.9 item 2), and every one passes through the
+// reference plug-in; a library that does not pass is an error, not a figure.
+TEST(CliBench, RandomWithNoChannelAsksTheRunsRequests) {
+  const std::string lib = std::string(ENGRAM_TEST_PLUGIN_DIR) + "/libengram_reference_plugin.so";
+  Result b = RunCli("bench random --suite hash_v41 --cases 60 --threads 2 --lib " + lib);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const json nc = json::parse(b.out).at("no_channel");
+  EXPECT_EQ(nc["passed"], 60);
+  EXPECT_GT(nc["cases_per_cpu_second"].get<double>(), 0.0);
+  const fs::path report = TempDir() / "bench-no-channel-report.json";
+  Result c = RunCli("conform --vectors " + std::string(ENGRAM_SOURCE_DIR) + "/vectors --lib " + lib +
+                    " --suite hash_v41 --random-only --random 60 --seed 1 --report-json " + report.string());
+  ASSERT_EQ(c.exit_code, 0) << c.out << c.err;
+  EXPECT_EQ(nc["request_digest"], json::parse(Slurp(report))["shard"]["cases"]["random:hash_v41"]["sha256Sum"]);
+
+  const std::string minimal = std::string(ENGRAM_TEST_PLUGIN_DIR) + "/libengram_minimal_plugin.so";
+  Result m = RunCli("bench random --suite hash_v41 --cases 5 --lib " + minimal);
+  EXPECT_NE(m.exit_code, 0);
+  EXPECT_THAT(m.err, HasSubstr("case 1 of seed 1 skipped"));
+  EXPECT_THAT(m.err, HasSubstr("the benchmark needs a library that passes"));
+}
+
 // The advertised maximum (2^32 positions, 32 GiB of ids if drawn at once) runs
 // in bounded memory: after a few seconds the benchmark is still hashing and its
 // peak resident memory is a few chunk buffers.
