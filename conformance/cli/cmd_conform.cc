@@ -74,6 +74,7 @@ void AddConformCommand(CLI::App& app) {
     int64_t accumulate_max = 10000000;
     bool strict_stale = false;
     int max_timeouts = 3;
+    double random_seconds = 0;
     int64_t random = 0, max_random_failures = 1, shrink_calls = 2000, random_threads = vectors::DefaultCaseThreads();
     uint64_t seed = 0;
     bool random_only = false;
@@ -119,6 +120,11 @@ void AddConformCommand(CLI::App& app) {
   cmd->add_option("--max-random-failures", s->max_random_failures,
                   "Per suite, stop drawing after this many failing cases (default 1; 0: never stop)")
       ->check(IntIn(0, 1000000, "a number of cases"))
+      ->needs(random);
+  cmd->add_option("--random-seconds", s->random_seconds,
+                  "Per suite, stop drawing after this many seconds (a nightly's budget: --random N or S seconds, "
+                  "whichever comes first; the count run then depends on the machine)")
+      ->check(CLI::Range(0.001, 604800.0))
       ->needs(random);
   cmd->add_option("--shrink-calls", s->shrink_calls,
                   "The most implementation calls spent shrinking one failing case (default 2000; 0: no shrinking)")
@@ -166,6 +172,7 @@ void AddConformCommand(CLI::App& app) {
     o.random_only = s->random_only;
     o.save_failures = s->save_failures;
     o.max_random_failures = static_cast<int>(s->max_random_failures);
+    o.random_seconds = s->random_seconds;
     o.shrink_calls = s->shrink_calls;
     o.random_threads = static_cast<int>(s->random_threads);
     if (s->random > 0) {

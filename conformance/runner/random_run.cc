@@ -292,6 +292,7 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
     // §CONF.9 a shard draws its share of the indices, the same cases a whole
     // run draws there.
     const auto [first, end] = ShardRange(o.random_cases, o.shard.index, o.shard.count);
+    const auto suite_start = Clock::now();
     out.ranges[Label(gen.suite)] = {first, end};
     CaseDigest& digest = out.digests[Label(gen.suite)];
     out.counts[Label(gen.suite)];  // a shard with no case of a suite still reports its counts
@@ -373,6 +374,12 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
       }
       if (o.max_random_failures > 0 && failures >= o.max_random_failures) {
         stop_suite("--max-random-failures");
+        break;
+      }
+      // §CONF.7 a time budget per suite: the cases judged so far count, the
+      // rest are not drawn (the line says where and why it stopped).
+      if (o.random_seconds > 0 && std::chrono::duration<double>(now - suite_start).count() >= o.random_seconds) {
+        stop_suite("--random-seconds");
         break;
       }
     }

@@ -118,6 +118,33 @@ TEST(RandomConform, TheReferencePassesAndTheReportNamesTheSeed) {
   EXPECT_THAT(both.out, HasSubstr("random:hash_v41: 20 passed"));
 }
 
+// §CONF.7 A time budget per suite (issue 29: 10,000 cases or 10 minutes,
+// whichever comes first): --random 10^8 with one second per suite stops each
+// suite after about a second, says so, counts what it judged, and is OK.
+TEST(RandomConform, ATimeBudgetStopsEachSuiteAndSaysWhere) {
+  const fs::path report = Dir() / "random-seconds.json";
+  const auto t0 = std::chrono::steady_clock::now();
+  Result r = Conform("--vectors " + kVectors + " --lib " + ENGRAM_PLUGIN +
+                     " --random 100000000 --random-seconds 1 --seed 5 --random-only --suite multipliers --suite layout"
+                     " --report-json " + report.string());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_LT(seconds, 60.0) << r.out;  // two suites of one second each, not 10^8 cases
+  for (const char* suite : {"multipliers", "layout"}) {
+    EXPECT_THAT(r.out, testing::ContainsRegex(std::string("random: ") + suite +
+                                              ": [0-9]+ case\\(s\\) asked.*\\(stopped after case [0-9]+: --random-seconds\\)"));
+    const json doc = json::parse(Slurp(report));
+    const int64_t asked = doc["random"]["suites"][suite]["asked"];
+    EXPECT_GT(asked, 0) << suite;
+    EXPECT_LT(asked, 100000000) << suite;
+    EXPECT_EQ(doc["suites"][std::string("random:") + suite]["passed"], asked) << suite;
+    EXPECT_EQ(doc["shard"]["work"]["randomSeconds"], 1.0);
+  }
+  Result bad = Conform("--vectors " + kVectors + " --lib " + ENGRAM_PLUGIN + " --random 5 --random-seconds 0");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.out, HasSubstr("--random-seconds"));
+}
+
 TEST(RandomConform, WithoutASeedAFreshOneIsDrawnAndPrinted) {
   Result a = Conform("--vectors " + kVectors + " --lib " + ENGRAM_PLUGIN + " --random 5 --random-only --suite layout");
   Result b = Conform("--vectors " + kVectors + " --lib " + ENGRAM_PLUGIN + " --random 5 --random-only --suite layout");
