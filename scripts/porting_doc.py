@@ -1436,8 +1436,18 @@ def check_vectors(vectors, probs, complete=True, stats=None):
 
 # ---- schemas
 
+def load_schema(name):
+    """A suite schema with common.schema.json's definitions beside its own: a reference
+    `common.schema.json#/$defs/X` and a local `#/$defs/X` both resolve by the name X (scripts/lint_vectors.py
+    checks that no suite schema defines a name common.schema.json defines)."""
+    schema = load_json(os.path.join(ROOT, "vectors", "schema", name))
+    common = load_json(os.path.join(ROOT, "vectors", "schema", "common.schema.json"))
+    schema["$defs"] = dict(common["$defs"], **schema.get("$defs", {}))
+    return schema
+
+
 def resolve(schema, node):
-    while isinstance(node, dict) and "$ref" in node and len(node) == 1:
+    while isinstance(node, dict) and "$ref" in node and set(node) <= {"$ref", "description"}:
         node = schema["$defs"][node["$ref"].split("/")[-1]]
     return node
 
@@ -1486,7 +1496,7 @@ def items_of(schema, subs, type_, depth=1):
 def check_schemas(vectors, probs):
     for type_, model in MODEL.items():
         suite = model["suites"][0]
-        schema = load_json(os.path.join(ROOT, "vectors", "schema", vectors[suite]["schema"]))
+        schema = load_schema(vectors[suite]["schema"])
         top = schema["properties"]["testGroups"]["items"]
         cands = [top] if "oneOf" not in top else top["oneOf"]
         groups = [c for c in cands if type_allows(schema, c, type_)]
