@@ -13,7 +13,8 @@ The schemas are checked before any vector (lint_schemas):
   * no suite schema defines a name common.schema.json defines (a copy would drift from it);
   * every reference into common.schema.json names a definition it has;
   * every `format` is one of the named formats below, each checked on the vectors by FORMATS;
-  * every property of the schemas in DESCRIBED (for now common.schema.json) has a `description`.
+  * every property of every schema has a `description` (undescribed below states the two exemptions:
+    a property inside an `if`, and a `then`/`else` property that restates a field the object describes).
 
 Usage: scripts/lint_vectors.py [DIR]   (DIR defaults to the repository's vectors/)
        scripts/lint_vectors.py --contract FILE   (a hash contract, spec §CON.5)
@@ -31,10 +32,6 @@ import referencing
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 COMMON = "common.schema.json"
-# The schemas every property of which must say what it holds. The suite schemas' own fields have no
-# descriptions on every property yet (the fields of the test types have theirs, read by scripts/porting/schema_model.py):
-# each joins this set when its fields get theirs (issue 32 item 3).
-DESCRIBED = {COMMON}
 
 # The named formats of common.schema.json: what each string must look like. Each definition that names
 # one also carries the same rule as a `pattern`, so that a validator without these names (valijson in the
@@ -119,11 +116,57 @@ def lint_schemas(schemas):
             fmt = node.get("format")
             if fmt is not None and fmt not in FORMATS:
                 problems.append(f"{name}: at {path}: format '{fmt}' is not a named format ({', '.join(FORMATS)})")
-            props = node.get("properties") if name in DESCRIBED else None
-            for prop, sub in props.items() if isinstance(props, dict) else ():
-                if isinstance(sub, dict) and "description" not in sub:
-                    problems.append(f"{name}: at {path}/properties/{prop}: the property has no description")
+        # Every property of every schema says what it holds (the test types' fields are also read by
+        # scripts/porting/schema_model.py for docs/porting.md).
+        problems += [f"{name}: at {path}: the property has no description" for path in undescribed(doc)]
     return problems
+
+
+COMBINERS = ("allOf", "anyOf", "oneOf")
+
+
+def described_here(node):
+    """The names of the properties one object level describes unconditionally: its own `properties` and those
+    of its allOf/anyOf/oneOf members (not of a then/else branch, nor through a $ref)."""
+    names = {k for k, v in node.get("properties", {}).items() if isinstance(v, dict) and "description" in v}
+    for comb in COMBINERS:
+        for sub in node.get(comb, []) if isinstance(node.get(comb), list) else ():
+            if isinstance(sub, dict):
+                names |= described_here(sub)
+    return names
+
+
+def undescribed(node, path="", level=None, branch=False):
+    """The paths of the properties without a `description`. Two kinds of property are constraints, not
+    fields, and are exempt rather than given a copy of a text that would drift from the field's own:
+      * every property inside an `if`: the condition only tests a field's value (`result` is `valid`,
+        `type` is one test type), and the field itself is described where it is declared;
+      * a property of a `then`/`else` branch whose name the same object level describes unconditionally
+        (described_here), e.g. fusion's per-type `tests`, which narrows the group's described `tests`.
+    A property a branch adds, or one inside such a restatement (the fields of a type's tests), is not
+    exempt."""
+    if isinstance(node, list):
+        for i, sub in enumerate(node):
+            yield from undescribed(sub, f"{path}/{i}", level, branch)
+        return
+    if not isinstance(node, dict):
+        return
+    if level is None:  # a new object level: the schema of a property, an item, a definition
+        level = described_here(node)
+    for prop, sub in node.get("properties", {}).items():
+        if isinstance(sub, dict) and "description" not in sub and not (branch and prop in level):
+            yield f"{path}/properties/{prop}"
+        yield from undescribed(sub, f"{path}/properties/{prop}")
+    for key, sub in node.items():
+        if key in COMBINERS:
+            yield from undescribed(sub, f"{path}/{key}", level, branch)
+        elif key in ("then", "else"):
+            yield from undescribed(sub, f"{path}/{key}", level, True)
+        elif key in ("$defs", "patternProperties") and isinstance(sub, dict):
+            for name, d in sub.items():
+                yield from undescribed(d, f"{path}/{key}/{name}")
+        elif key not in ("properties", "if", "enum", "const", "required", "examples") and isinstance(sub, (dict, list)):
+            yield from undescribed(sub, f"{path}/{key}")
 
 
 def lint_contract(path: pathlib.Path) -> int:
@@ -166,6 +209,16 @@ def self_test() -> int:
     planted("a property of common.schema.json without a description",
             lambda s: s[COMMON]["$defs"]["note"]["properties"]["bugType"].pop("description"),
             "common.schema.json: at /$defs/note/properties/bugType: the property has no description")
+    planted("a field of a suite schema's test type without a description",
+            lambda s: s["storage.schema.json"]["$defs"]["syntheticGroup"]["properties"]["table"]["properties"]["seed"]
+            .pop("description"),
+            "storage.schema.json: at /$defs/syntheticGroup/properties/table/properties/seed: the property has no "
+            "description")
+    planted("a field a then-branch adds without a description",
+            lambda s: s["fusion.schema.json"]["$defs"]["group"]["allOf"][2]["then"]["properties"]["tests"]["items"]
+            ["properties"]["intermediate"]["properties"]["actCodes"].pop("description"),
+            "fusion.schema.json: at /$defs/group/allOf/2/then/properties/tests/items/properties/intermediate/"
+            "properties/actCodes: the property has no description")
     # The named format is checked on the vectors, apart from the pattern that repeats it.
     s = copy.deepcopy(schemas)
     s[COMMON]["$defs"]["hexFloat"].pop("pattern")
