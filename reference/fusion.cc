@@ -18,6 +18,7 @@
 #include <limits>
 
 #include "base/error.h"
+#include "reference/detail/short_conv.h"
 #include "reference/storage.h"
 
 namespace engram {
@@ -360,8 +361,17 @@ DemoTokenTrace DemoGateToken(std::span<const double> e, std::span<const double> 
 
 // §FUS.7 ShortConv: per-stream RMSNorm (eps 1e-5), channels c*hidden + j,
 // depthwise causal Conv1d (tap j reads position t - (kernel-1-j)*dilation;
-// earlier than 0 reads the zero padding), SiLU.
+// earlier than 0 reads the zero padding), SiLU. The loop lives in
+// detail::ShortConvVariant so that the catalogue's planted ports (a wrong eps,
+// time-reversed taps) run this very loop.
 ShortConvTrace ShortConv(std::span<const double> value, size_t steps, const DemoParams& q, Precision p) {
+  return detail::ShortConvVariant(value, steps, q, p, kShortConvNormEps, detail::ShortConvTaps::kLastIsPresent);
+}
+
+namespace detail {
+
+ShortConvTrace ShortConvVariant(std::span<const double> value, size_t steps, const DemoParams& q, Precision p,
+                                double norm_eps, ShortConvTaps taps) {
   q.Check();
   const size_t H = q.hidden, C = q.hc * q.hidden;
   CheckSize(value.size(), steps * C, "ShortConv input [T][hc][hidden]");
@@ -369,8 +379,7 @@ ShortConvTrace ShortConv(std::span<const double> value, size_t steps, const Demo
   s.normed.assign(steps * C, 0.0);
   for (size_t t = 0; t < steps; ++t) {
     for (size_t c = 0; c < q.hc; ++c) {
-      RmsNormTrace n = RmsNorm(value.subspan(t * C + c * H, H), std::span(q.conv_norm_w).subspan(c * H, H),
-                               kShortConvNormEps, p);
+      RmsNormTrace n = RmsNorm(value.subspan(t * C + c * H, H), std::span(q.conv_norm_w).subspan(c * H, H), norm_eps, p);
       for (size_t j = 0; j < H; ++j) s.normed[t * C + c * H + j] = n.y[j];
       s.norms.push_back(std::move(n));
     }
@@ -383,7 +392,8 @@ ShortConvTrace ShortConv(std::span<const double> value, size_t steps, const Demo
       for (size_t j = 0; j < q.kernel; ++j) {
         // Conv1d is a cross-correlation over the input padded with
         // (kernel-1)*dilation zeros on the left; the last tap is the present.
-        const size_t back = (q.kernel - 1 - j) * q.dilation;
+        const size_t taps_back = taps == ShortConvTaps::kLastIsPresent ? q.kernel - 1 - j : j;
+        const size_t back = taps_back * q.dilation;
         // Before step 0 the tap reads the zero padding: the term is w * 0, which
         // adds nothing for a finite w (+0 + ±0 = +0: these taps come first) but
         // is NaN for w = ±inf or NaN, as in torch's Conv1d (IEEE arithmetic).
@@ -396,6 +406,8 @@ ShortConvTrace ShortConv(std::span<const double> value, size_t steps, const Demo
   }
   return s;
 }
+
+}  // namespace detail
 
 // §FUS.7 The demo layer: gates, value, ShortConv, output, residual add.
 DemoForwardTrace DemoForward(std::span<const double> e, std::span<const double> hidden, size_t steps,

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <utility>
 
+#include "reference/detail/short_conv.h"
 #include "vectors/mutants.h"
 
 namespace engram::vectors {
@@ -142,36 +143,12 @@ DemoTokenTrace MutantDemoGateToken(FusionMutant m, std::span<const double> e, st
 
 ShortConvTrace MutantShortConv(FusionMutant m, std::span<const double> value, size_t steps, const DemoParams& q,
                                Precision p) {
-  // ShortConv (reference/fusion.cc) with the mutant's norm eps and tap order.
-  q.Check();
-  const size_t H = q.hidden, C = q.hc * q.hidden;
-  if (value.size() != steps * C) return ShortConv(value, steps, q, p);  // the reference refuses this shape
+  // The reference's ShortConv loop (reference/fusion.cc) with the mutant's
+  // norm eps and tap order; every other mutant runs it as the spec has it.
   const double eps = m == FusionMutant::kConvNormEps ? kFloat32Epsilon : kShortConvNormEps;
-  ShortConvTrace s;
-  s.normed.assign(steps * C, 0.0);
-  for (size_t t = 0; t < steps; ++t) {
-    for (size_t c = 0; c < q.hc; ++c) {
-      RmsNormTrace n = RmsNorm(value.subspan(t * C + c * H, H), std::span(q.conv_norm_w).subspan(c * H, H), eps, p);
-      for (size_t j = 0; j < H; ++j) s.normed[t * C + c * H + j] = n.y[j];
-      s.norms.push_back(std::move(n));
-    }
-  }
-  s.conv.assign(steps * C, 0.0);
-  s.act.assign(steps * C, 0.0);
-  for (size_t t = 0; t < steps; ++t) {
-    for (size_t ch = 0; ch < C; ++ch) {
-      double acc = 0.0;
-      for (size_t j = 0; j < q.kernel; ++j) {
-        // Time-reversed: tap j reads j dilations back (tap 0 the present).
-        const size_t back = (m == FusionMutant::kTapOrder ? j : q.kernel - 1 - j) * q.dilation;
-        const double n = back > t ? 0.0 : s.normed[(t - back) * C + ch];  // the zero padding (§FUS.7)
-        acc = Round(acc + Round(q.conv_w[ch * q.kernel + j] * n, p), p);
-      }
-      s.conv[t * C + ch] = acc;
-      s.act[t * C + ch] = Silu(acc, p);
-    }
-  }
-  return s;
+  const detail::ShortConvTaps taps =
+      m == FusionMutant::kTapOrder ? detail::ShortConvTaps::kFirstIsPresent : detail::ShortConvTaps::kLastIsPresent;
+  return detail::ShortConvVariant(value, steps, q, p, eps, taps);
 }
 
 DemoForwardTrace MutantDemoForward(FusionMutant m, std::span<const double> e, std::span<const double> hidden,

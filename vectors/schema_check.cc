@@ -2,7 +2,9 @@
 #include "vectors/schema_check.h"
 
 #include <cstdint>
+#include <functional>
 #include <future>
+#include <memory>
 #include <limits>
 #include <optional>
 
@@ -62,6 +64,24 @@ std::string Place(const std::vector<std::string>& context, const nlohmann::order
   return out;
 }
 
+// valijson's fetchDoc: a schema references what every suite shares in
+// common.schema.json (§VEC.1) by a URI that ends in that file name (relative
+// to the schema's $id). Only the directory's own schema files, already
+// digest-checked against MANIFEST.sha256, are served; never the network.
+std::function<const nlohmann::json*(const std::string&)> FetchSibling(const std::map<std::string, std::string>& schemas) {
+  return [&schemas](const std::string& uri) -> const nlohmann::json* {
+    const std::string name = uri.substr(uri.find_last_of('/') + 1);
+    const auto it = schemas.find(name);
+    if (it == schemas.end()) {
+      throw Error("a JSON Schema references \"" + uri + "\", which is not among the directory's schema/ files");
+    }
+    auto doc = std::make_unique<nlohmann::json>(ParseJson(it->second, "schema/" + name));
+    ClampForValijson(*doc);
+    return doc.release();  // valijson owns it now and frees it with FreeSibling
+  };
+}
+void FreeSibling(const nlohmann::json* doc) { delete doc; }
+
 // "" when `file` matches its schema, else the message.
 std::string Check(const SchemaCheckFile& file, const std::map<std::string, std::string>& schemas) {
   const nlohmann::ordered_json& doc = *file.doc;
@@ -86,7 +106,7 @@ std::string Check(const SchemaCheckFile& file, const std::map<std::string, std::
   try {
     valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
     valijson::adapters::NlohmannJsonAdapter schema_adapter(schema_doc);
-    parser.populateSchema(schema_adapter, schema);
+    parser.populateSchema(schema_adapter, schema, FetchSibling(schemas), FreeSibling);
   } catch (const std::exception& e) {
     return schema_rel + ": not a JSON Schema valijson can use: " + e.what();
   }
