@@ -238,24 +238,37 @@ std::vector<double> Fp8Linear(const QuantizedActivation& a, std::span<const uint
   return y;
 }
 
-// §FUS.3 One (token, stream) of the v4.1 gate.
+// §FUS.3 One (token, stream) of the v4.1 gate, bf16 inputs: decoded exactly
+// (h = x.float(), key.float(), value.float()) and run by the value form below.
 V41StreamTrace FuseV41Stream(std::span<const uint16_t> h_bits, std::span<const uint16_t> key_bits,
                              std::span<const uint16_t> value_bits, std::span<const uint16_t> qw_bits,
                              std::span<const uint16_t> kw_bits, double eps, bool masked, Precision p) {
-  const size_t dim = h_bits.size();
+  auto decode = [](std::span<const uint16_t> bits) {
+    std::vector<double> v(bits.size());
+    for (size_t i = 0; i < bits.size(); ++i) v[i] = Bf16Value(bits[i]);
+    return v;
+  };
+  return FuseV41StreamValues(decode(h_bits), decode(key_bits), decode(value_bits), decode(qw_bits), decode(kw_bits),
+                             eps, masked, p);
+}
+
+// §FUS.3 One (token, stream) of the v4.1 gate on values (bf16 or float32
+// values held in doubles).
+V41StreamTrace FuseV41StreamValues(std::span<const double> h, std::span<const double> k, std::span<const double> v,
+                                   std::span<const double> q_weight, std::span<const double> k_weight, double eps,
+                                   bool masked, Precision p) {
+  const size_t dim = h.size();
   if (dim == 0) throw Error("v4.1 gate: dim is 0");
-  CheckSize(key_bits.size(), dim, "v4.1 gate: key");
-  CheckSize(value_bits.size(), dim, "v4.1 gate: value");
-  CheckSize(qw_bits.size(), dim, "v4.1 gate: q_weight");
-  CheckSize(kw_bits.size(), dim, "v4.1 gate: k_weight");
-  std::vector<double> h(dim), k(dim), v(dim), w(dim);
+  CheckSize(k.size(), dim, "v4.1 gate: key");
+  CheckSize(v.size(), dim, "v4.1 gate: value");
+  CheckSize(q_weight.size(), dim, "v4.1 gate: q_weight");
+  CheckSize(k_weight.size(), dim, "v4.1 gate: k_weight");
+  std::vector<double> w(dim);
   for (size_t i = 0; i < dim; ++i) {
-    h[i] = Bf16Value(h_bits[i]);  // h = x.float()
-    k[i] = Bf16Value(key_bits[i]);
-    v[i] = Bf16Value(value_bits[i]);
-    // weight = q_weight.float() * k_weight.float(): a bf16 x bf16 product has
-    // at most 16 significant bits, so it is exact in float32 too.
-    w[i] = Round(Bf16Value(qw_bits[i]) * Bf16Value(kw_bits[i]), p);
+    // weight = q_weight.float() * k_weight.float(), rounded to float32: exact
+    // for bf16 weights (a bf16 x bf16 product has at most 16 significant
+    // bits), one rounding for a port's float32 weights (§FUS.11).
+    w[i] = Round(q_weight[i] * k_weight[i], p);
   }
   const double eps_p = Round(eps, p);  // a Python float added to a float32 tensor
   const double n = static_cast<double>(dim);
@@ -291,6 +304,54 @@ V41StreamTrace FuseV41Stream(std::span<const uint16_t> h_bits, std::span<const u
     t.out_bf16[i] = ToBf16(t.out[i]);
   }
   return t;
+}
+
+void V41FloatWeights::Check() const {
+  if (hc == 0 || dim == 0 || head_dim == 0 || columns == 0) {
+    throw Error("float32 forward: hc, dim, head_dim and columns must all be >= 1");
+  }
+  if (table.empty() || table.size() % head_dim != 0) {
+    throw Error("float32 forward: embed.weight has " + std::to_string(table.size()) +
+                " values, not a positive multiple of head_dim " + std::to_string(head_dim));
+  }
+  CheckSize(wkv.size(), (hc + 1) * dim * columns * head_dim, "float32 forward: wkv.weight [(hc+1)*dim][columns*head_dim]");
+  CheckSize(q_weight.size(), hc * dim, "float32 forward: q_weight [hc][dim]");
+  CheckSize(k_weight.size(), hc * dim, "float32 forward: k_weight [hc][dim]");
+}
+
+// §FUS.11 Engram.forward with float32 parameters: embed (a plain lookup, no
+// decode), kv = wkv(e) (a float32 linear, not cast to bf16), then §FUS.3 per
+// stream with out left in float32 (x.dtype).
+std::vector<V41FloatPositionTrace> ForwardV41Float(const V41FloatWeights& w, std::span<const int64_t> rows,
+                                                   std::span<const double> x, std::span<const uint8_t> masked,
+                                                   size_t steps, double eps, Precision p) {
+  w.Check();
+  CheckSize(rows.size(), steps * w.columns, "float32 forward: row ids [steps][columns]");
+  CheckSize(x.size(), steps * w.hc * w.dim, "float32 forward: x [steps][hc][dim]");
+  if (!masked.empty()) CheckSize(masked.size(), steps, "float32 forward: mask [steps]");
+  const size_t in = w.columns * w.head_dim, out_features = (w.hc + 1) * w.dim;
+  std::vector<V41FloatPositionTrace> trace(steps);
+  for (size_t t = 0; t < steps; ++t) {
+    V41FloatPositionTrace& pos = trace[t];
+    pos.e.resize(in);
+    for (size_t c = 0; c < w.columns; ++c) {
+      const int64_t row = rows[t * w.columns + c];
+      if (row < 0 || static_cast<size_t>(row) >= w.rows()) {
+        throw Error("float32 forward: position " + std::to_string(t) + " column " + std::to_string(c) + ": row id " +
+                    std::to_string(row) + " is outside embed.weight's " + std::to_string(w.rows()) + " rows");
+      }
+      for (size_t j = 0; j < w.head_dim; ++j) pos.e[c * w.head_dim + j] = w.table[row * w.head_dim + j];
+    }
+    pos.kv = LinearNoBias(pos.e, w.wkv, out_features, p);  // the keys, then the one value
+    const std::span<const double> value(&pos.kv[w.hc * w.dim], w.dim);
+    for (size_t c = 0; c < w.hc; ++c) {
+      auto part = [&](std::span<const double> v, size_t base) { return v.subspan(base, w.dim); };
+      pos.streams.push_back(FuseV41StreamValues(part(x, (t * w.hc + c) * w.dim), part(pos.kv, c * w.dim), value,
+                                                part(w.q_weight, c * w.dim), part(w.k_weight, c * w.dim), eps,
+                                                !masked.empty() && masked[t] != 0, p));
+    }
+  }
+  return trace;
 }
 
 // §FUS.5 torch RMSNorm.

@@ -119,6 +119,39 @@ struct V41StreamTrace {
 V41StreamTrace FuseV41Stream(std::span<const uint16_t> h, std::span<const uint16_t> key,
                              std::span<const uint16_t> value, std::span<const uint16_t> q_weight,
                              std::span<const uint16_t> k_weight, double eps, bool masked, Precision p);
+/// §FUS.3 The same on values (bf16 or float32 numbers held in doubles): the
+/// bf16 form above decodes its inputs and calls this; a port's own float32
+/// forward (§FUS.11) calls it directly. w = fl32(q_weight * k_weight) in the mirror.
+V41StreamTrace FuseV41StreamValues(std::span<const double> h, std::span<const double> key,
+                                   std::span<const double> value, std::span<const double> q_weight,
+                                   std::span<const double> k_weight, double eps, bool masked, Precision p);
+
+/// §FUS.11 A port's own float32 Engram.forward (its table, wkv, q/k weights
+/// and hidden state all float32 values, as in SRC-FIXTURE-MLXGO): no bf16 and
+/// no fp8 anywhere; in kFloat32 every operation rounds to float32 where the
+/// official code computes in float32 (wkv = a float32 nn.Linear, §FUS.2's plain
+/// form without the bf16 cast; then §FUS.3 without the cast of out).
+struct V41FloatWeights {
+  size_t hc = 0, dim = 0, head_dim = 0, columns = 0;  ///< streams, dim, row width, (max_ngram-1)*heads
+  std::vector<double> table;     ///< embed.weight [rows][head_dim]
+  std::vector<double> wkv;       ///< wkv.weight [(hc+1)*dim][columns*head_dim]
+  std::vector<double> q_weight;  ///< [hc][dim]
+  std::vector<double> k_weight;  ///< [hc][dim]
+  size_t rows() const { return head_dim == 0 ? 0 : table.size() / head_dim; }  ///< table rows
+  void Check() const;            ///< throws engram::Error on inconsistent sizes
+};
+/// §FUS.11 One position of the float forward.
+struct V41FloatPositionTrace {
+  std::vector<double> e;                ///< the looked-up rows, flattened [columns*head_dim]
+  std::vector<double> kv;               ///< wkv(e) [(hc+1)*dim], not rounded to bf16
+  std::vector<V41StreamTrace> streams;  ///< §FUS.3 per stream; out is the result (no cast)
+};
+/// §FUS.11 rows: [steps][columns] row ids of the layer (each < w.rows()); x:
+/// [steps][hc][dim]; masked: [steps] (empty: none masked). Throws engram::Error
+/// naming the position and column of a row id outside the table.
+std::vector<V41FloatPositionTrace> ForwardV41Float(const V41FloatWeights& w, std::span<const int64_t> rows,
+                                                   std::span<const double> x, std::span<const uint8_t> masked,
+                                                   size_t steps, double eps, Precision p);
 
 // ---------------------------------------------------------------------------
 // demo-v1

@@ -97,6 +97,7 @@ void AddConformCommand(CLI::App& app);     // cmd_conform.cc (§CONF)
 void AddReportCommand(CLI::App& app);      // cmd_report.cc (§CONF.9: report merge)
 void AddPluginHostCommand(CLI::App& app);  // cmd_plugin_host.cc (§CONF.3)
 void AddGateCommand(CLI::App& app);  // cmd_gate.cc (§FUS)
+void AddForwardCommand(CLI::App& app);  // cmd_forward.cc (§FUS.11)
 void AddExplainCommand(CLI::App& app);  // cmd_explain.cc (docs/walkthrough.md)
 
 }  // namespace engram::cli

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   engram::cli::AddReportCommand(app);
   engram::cli::AddPluginHostCommand(app);
   engram::cli::AddGateCommand(app);
+  engram::cli::AddForwardCommand(app);
   engram::cli::AddExplainCommand(app);
   // §ERR.1 CLI11 reports an unknown first word as "A subcommand is required"; name
   // the word and the choices instead.

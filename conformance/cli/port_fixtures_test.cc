@@ -1,15 +1,21 @@
 // Ports' own fixtures through the `engram` command line (issue 29 item 5):
 // explicit layouts, foreign token maps that take V from the configuration,
-// hash --rollback, float32 gates. Each test names the public fixture it was
-// built for (repository, path, commit); the expected values here are derived
-// independently (by hand or from the spec's rules), never copied from the
-// fixture or from the code under test.
+// hash --rollback, float32 gates and a port's own float32 forward. Each test
+// names the public fixture it was built for (repository, path, commit); the
+// expected values here are derived independently (by hand or from the spec's
+// rules), never copied from the code under test. The float32 forward is
+// checked against the fixture's own outputs: those were computed by the
+// official code under torch, not by anything here.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -354,6 +360,167 @@ TEST(PortGate, RoundingAFloat32InputToBf16IsReported) {
   ASSERT_EQ(q.exit_code, 0) << q.err;
   EXPECT_EQ(q.err, "");
   EXPECT_EQ(json::parse(q.out)["rounded_to_bf16"], json::object());
+}
+
+// §FUS.11 moncho/mlxgo deepseek/testdata/engram.json (commit
+// b266eaa4c687cb98d25d55ba54740fe5d4ffbe5a), made by the official Engram class
+// with float32 parameters. Its configuration, as its generator
+// (deepseek/engram_reference.py) builds it: layers [0, 3, 6], max n-gram 4, 2
+// heads, head dim 3, engram_vocab_size 11 (primes 11, 13, ... derived), pad 2, a
+// 32-entry token map onto V = 23 (multipliers derived); the forward is layer
+// 3's, dim 4, hc_mult 3, norm_eps 1e-5. Its table has 255 rows, three more than
+// layer 3's primes sum to (252): the config below leaves engram_num_embeddings
+// out (§LAY.4 would refuse 255) and the table's extra rows are never addressed.
+const char* const kMlxgoConfig = R"({
+  "engram_layer_ids": [0, 3, 6], "engram_max_ngram_size": 4, "engram_n_heads": 2, "engram_head_dim": 3,
+  "engram_vocab_size": 11, "engram_pad_id": 2, "engram_compressed_vocab_size": 23,
+  "dim": 4, "hc_mult": 3, "norm_eps": 1e-5})";
+const char* const kMlxgoTokenMap =
+    "[0, 0, 1, 0, 2, 2, 3, 3, 4, 5, 6, 7, 7, 7, 7, 3, 8, 9, 10, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22]";
+
+std::vector<double> Data(const json& tensor) { return tensor.at("data").get<std::vector<double>>(); }
+
+// Checks every element of `got` (a [T][hc][dim] nested array of the fixture) against the
+// tool's float64 out within its out_tolerance; returns the largest |y - r| / tolerance.
+double CheckOut(const json& doc, const std::vector<double>& fixture, size_t offset, const std::string& what) {
+  const json& ref = doc.at("float64").at("out");
+  const json& tol = doc.at("out_tolerance");
+  double worst = 0;
+  size_t k = offset;
+  for (size_t t = 0; t < ref.size(); ++t) {
+    for (size_t c = 0; c < ref[t].size(); ++c) {
+      for (size_t i = 0; i < ref[t][c].size(); ++i, ++k) {
+        const double r = ref[t][c][i].get<double>(), a = tol[t][c][i].get<double>();
+        const double y = fixture.at(k);
+        EXPECT_LE(std::fabs(y - r), a) << what << " position " << t << " stream " << c << " element " << i
+                                       << ": fixture " << y << ", reference " << r;
+        worst = std::max(worst, std::fabs(y - r) / a);
+      }
+    }
+  }
+  return worst;
+}
+
+TEST(PortFloat32Forward, MlxgoFixtureOutputsFromItsOwnWeightsAndTokens) {
+  const json fx = json::parse(Slurp(fs::path(ENGRAM_SOURCE_DIR) / "conformance/cli/testdata/mlxgo_engram_forward.json"));
+  const fs::path cfg = Write("mlxgo.json", kMlxgoConfig);
+  const fs::path map = Write("mlxgo_map.json", kMlxgoTokenMap);
+  json weights;
+  for (const char* key : {"embed.weight", "wkv.weight", "q_weight", "k_weight"}) weights[key] = fx.at(key);
+  const fs::path w = Write("mlxgo_weights.json", weights.dump());
+  // The fixture's tokens (raw ids) and mask; a masked position is -1 (§HASH.1).
+  const std::vector<std::vector<int>> tokens = {{0, 1, 2, 9, 10, 6, 4, 5, 11, 13, 18}, {3, 0, 2, 10, 9, 7, 5, 4, 12, 14, 19}};
+  const std::vector<std::vector<int>> mask = {{1, 1, 0, 1, 1, 0, 0, 1, 1, 1, 1}, {0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 1}};
+  const std::vector<double> x = Data(fx.at("x"));
+  struct Case {
+    std::string name;
+    bool masked, zero_x;
+  };
+  // The fixture's generator hashes the masked token stream once (a masked
+  // position cached DEAD, §HASH.1) and feeds those row ids to every forward,
+  // masking the gate only for `masked`: here `engram hash` gives them, layer 3's
+  // columns, handed to the forward as hash_ids (the official forward's input).
+  std::vector<json> hash_ids(2);
+  for (size_t b = 0; b < 2; ++b) {
+    std::string ids;
+    for (size_t t = 0; t < 11; ++t) ids += (t ? "," : "") + std::to_string(mask[b][t] ? tokens[b][t] : -1);
+    Result h = RunCli("hash --config " + cfg.string() + " --token-map " + map.string() + " --ids=" + ids);
+    ASSERT_EQ(h.exit_code, 0) << h.err;
+    const json rows = json::parse(h.out).at("rows");
+    for (const json& position : rows) hash_ids[b].push_back(position.at(1));
+  }
+  double worst = 0;
+  for (const Case& c : {Case{"unmasked", false, false}, Case{"masked", true, false}, Case{"zero_output", false, true}}) {
+    const std::vector<double> expect = Data(fx.at(c.name));
+    for (size_t b = 0; b < 2; ++b) {
+      std::vector<double> xb(x.begin() + b * 132, x.begin() + (b + 1) * 132);
+      if (c.zero_x) std::fill(xb.begin(), xb.end(), 0.0);
+      json in = {{"x", {{"shape", {11, 3, 4}}, {"data", xb}}}, {"hash_ids", hash_ids[b]}};
+      if (c.masked) {
+        in["mask"] = json::array();
+        for (int m : mask[b]) in["mask"].push_back(m != 0);
+      }
+      const fs::path f = Write("mlxgo_x.json", in.dump());
+      Result r = RunCli("forward --float32 --config " + cfg.string() + " --token-map " + map.string() +
+                        " --layer 3 --weights " + w.string() + " --input " + f.string());
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      const json doc = json::parse(r.out);
+      ASSERT_EQ(doc.at("float64").at("out").size(), 11u);
+      EXPECT_EQ(doc.at("rounded_to_float32"), json::object()) << "the fixture's values are float32 values";
+      worst = std::max(worst, CheckOut(doc, expect, b * 132, c.name + " sequence " + std::to_string(b)));
+      if (c.masked) {
+        // The same run from the ids: -1 both hashes as DEAD and shuts the gate.
+        std::string ids;
+        for (size_t t = 0; t < 11; ++t) ids += (t ? "," : "") + std::to_string(mask[b][t] ? tokens[b][t] : -1);
+        in.erase("hash_ids");
+        in.erase("mask");
+        const fs::path g = Write("mlxgo_x_ids.json", in.dump());
+        Result byIds = RunCli("forward --float32 --config " + cfg.string() + " --token-map " + map.string() +
+                              " --layer 3 --weights " + w.string() + " --input " + g.string() + " --ids=" + ids);
+        ASSERT_EQ(byIds.exit_code, 0) << byIds.err;
+        EXPECT_EQ(json::parse(byIds.out).at("float32"), doc.at("float32"));
+        EXPECT_EQ(json::parse(byIds.out).at("rows"), doc.at("rows"));
+      }
+    }
+  }
+  std::cout << "largest |fixture - reference| / tolerance: " << worst << "\n";
+}
+
+// §FUS.11 The fixture's edge case (same file and commit): dim 2, one stream, one
+// row of width 1 holding 1, wkv [[1], [0], [2], [-1]] (key [1, 0], value [2, -1]),
+// q/k weights 1, x = [v, 1] for v = -1, -1e-7 (float32), -0, +0, 1e-7, 1: the
+// sign of a dot below the clamp survives (sigmoid(-0.001) at -1e-7) and +-0 take
+// the positive branch (the dot's sum is +0 either way). The hash ids are given
+// (all row 0), as the official forward takes them. Expected: the fixture's edge_output.
+TEST(PortFloat32Forward, MlxgoEdgeCaseOfTheSignedRootFloor) {
+  const fs::path cfg = Write("edge.json", R"({"engram_layer_ids": [0], "engram_max_ngram_size": 2, "engram_n_heads": 1,
+      "engram_head_dim": 1, "engram_vocab_size": 2, "engram_pad_id": 0, "dim": 2, "hc_mult": 1, "norm_eps": 1e-5})");
+  const fs::path w = Write("edge_w.json", R"({"embed.weight": [[1.0]], "wkv.weight": [[1.0], [0.0], [2.0], [-1.0]],
+      "q_weight": [[1.0, 1.0]], "k_weight": [[1.0, 1.0]]})");
+  const fs::path in = Write("edge_x.json", R"({"x": [[[-1.0, 1.0]], [[-1.0000000116860974e-07, 1.0]], [[-0.0, 1.0]],
+      [[0.0, 1.0]], [[1.0000000116860974e-07, 1.0]], [[1.0, 1.0]]], "hash_ids": [[0], [0], [0], [0], [0], [0]]})");
+  Result r = RunCli("forward --float32 --config " + cfg.string() + " --compressed-vocab-size 1 --weights " + w.string() +
+                    " --input " + in.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  const std::vector<double> edge_output = {-0.46211421489715576, 0.7310571074485779, 0.9994999170303345, 0.500249981880188,
+                                           1.000499963760376,    0.499750018119812,  1.000499963760376,  0.499750018119812,
+                                           1.0005000829696655,   0.499750018119812,  2.462114095687866,  0.2689429521560669};
+  CheckOut(doc, edge_output, 0, "edge");
+  // The gate's branch by hand: sigmoid(-0.001) for -1e-7, sigmoid(+0.001) for both zeros.
+  EXPECT_LT(doc["float32"]["gate"][1][0].get<double>(), 0.5);
+  EXPECT_GT(doc["float32"]["gate"][2][0].get<double>(), 0.5);
+  EXPECT_EQ(doc["float32"]["gate"][2][0], doc["float32"]["gate"][3][0]);
+}
+
+// §FUS.11 No silent precision change: a value that is not a float32 is rounded
+// and reported (0.1 -> 0.100000001490116...); the mode is asked for by name;
+// a row id outside the table is refused naming the position and column.
+TEST(PortFloat32Forward, RoundingIsReportedAndBadInputsAreRefused) {
+  const fs::path cfg = Write("edge2.json", R"({"engram_layer_ids": [0], "engram_max_ngram_size": 2, "engram_n_heads": 1,
+      "engram_head_dim": 1, "engram_vocab_size": 2, "engram_pad_id": 0, "dim": 2, "hc_mult": 1, "norm_eps": 1e-5})");
+  const fs::path w = Write("edge2_w.json", R"({"embed.weight": [[1.0], [0.1]], "wkv.weight": [[1.0], [0.0], [2.0], [-1.0]],
+      "q_weight": [[1.0, 1.0]], "k_weight": [[1.0, 1.0]]})");
+  const fs::path in = Write("edge2_x.json", R"({"x": [[[0.5, 1.0]]], "hash_ids": [[1]]})");
+  const std::string base = "forward --config " + cfg.string() + " --compressed-vocab-size 1 --weights " + w.string();
+  Result r = RunCli(base + " --float32 --input " + in.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["rounded_to_float32"], json::parse(R"({"embed.weight": 1})"));
+  EXPECT_THAT(r.err, HasSubstr("1 of 2 values of 'embed.weight' are not float32 values and were rounded to float32"));
+  EXPECT_THAT(r.err, HasSubstr("embed.weight element 1: 0.10000000000000001 -> 0.10000000149011612"));
+  Result no_mode = RunCli(base + " --input " + in.string());
+  EXPECT_NE(no_mode.exit_code, 0);
+  EXPECT_THAT(no_mode.err, HasSubstr("--float32"));
+  EXPECT_TRUE(no_mode.out.empty());
+  const fs::path far = Write("edge2_far.json", R"({"x": [[[0.5, 1.0]]], "hash_ids": [[2]]})");
+  Result outside = RunCli(base + " --float32 --input " + far.string());
+  EXPECT_EQ(outside.exit_code, 1);
+  EXPECT_THAT(outside.err, HasSubstr("position 0 column 0: row id 2 is outside embed.weight's 2 rows"));
+  EXPECT_TRUE(outside.out.empty());
+  const fs::path shape = Write("edge2_shape.json", R"({"x": [[[0.5, 1.0, 2.0]]], "hash_ids": [[0]]})");
+  Result bad = RunCli(base + " --float32 --input " + shape.string());
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr(shape.string() + ": x[0][0] must be an array of 2 entries, got 3 entries"));
 }
 
 }  // namespace
