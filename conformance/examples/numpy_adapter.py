@@ -52,6 +52,8 @@ the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the ou
   upstream-max-ngram-1   v4.1: engram_max_ngram_size 1 accepted (the official layout code)             UpstreamMaxNgramOne
   upstream-num-embeddings v4.1: engram_num_embeddings never checked (the official layout code)         UpstreamNumEmbeddingsUnchecked
   upstream-negative-vocab V < 0 gives multipliers of 1 (demo and official V4.1: max(1, bound))        UpstreamNegativeVocab
+  upstream-extra-bases   demo: more engram_vocab_size entries than orders accepted, extras unread      UpstreamExtraBases
+  num-embeddings-at-least v4.1: engram_num_embeddings refused only below the sums (NeMo Automodel)    NumEmbeddingsAtLeast
   rollback-dead          v4.1 rollback keeps only max-1 ids: overwritten slots read DEAD              RollbackReadsDead
   raw-beyond-dead        v4.1: a raw id >= T becomes DEAD (a llama.cpp fork) instead of a refusal     RawIdBeyondTokenizerDead
   official-indexing      v4.1: token_map[raw] with torch indexing (-1 -> map[T-1]), then the mask     OfficialTorchIndexing
@@ -116,6 +118,8 @@ BUGS = {
     "upstream-max-ngram-1": "UpstreamMaxNgramOne",
     "upstream-num-embeddings": "UpstreamNumEmbeddingsUnchecked",
     "upstream-negative-vocab": "UpstreamNegativeVocab",
+    "upstream-extra-bases": "UpstreamExtraBases",
+    "num-embeddings-at-least": "NumEmbeddingsAtLeast",
     "rollback-dead": "RollbackReadsDead",
     "raw-beyond-dead": "RawIdBeyondTokenizerDead",
     "official-indexing": "OfficialTorchIndexing",
@@ -213,12 +217,13 @@ def parse_config(doc, profile=None):
         zero_heads_gap = BUG == "upstream-zero-heads" and heads == 0  # the upstream demo does not check
         if not isinstance(heads, int) or not (1 <= heads <= 4096 or zero_heads_gap):
             raise ValueError(f"n_head_per_ngram {heads}")
-        if len(d["engram_vocab_size"]) != max_ngram - 1:
+        extra_bases_gap = BUG == "upstream-extra-bases" and len(d["engram_vocab_size"]) > max_ngram - 1
+        if len(d["engram_vocab_size"]) != max_ngram - 1 and not extra_bases_gap:  # the demo reads [ngram - 2] only
             raise ValueError("engram_vocab_size needs one entry per order")
         if not zero_heads_gap and d["n_embed_per_ngram"] % heads:
             raise ValueError("n_embed_per_ngram not divisible by heads")
         cfg = dict(profile=profile, layer_ids=list(d["layer_ids"]), max_ngram=max_ngram, heads=heads,
-                   bases=list(d["engram_vocab_size"]), pad_id=d["pad_id"], seed=d["seed"], num_embeddings=None, v=None)
+                   bases=list(d["engram_vocab_size"])[:max_ngram - 1], pad_id=d["pad_id"], seed=d["seed"], num_embeddings=None, v=None)
     duplicates_gap = BUG == "upstream-duplicate-layers"  # the demo overwrites the layer, the V4.1 code builds it twice
     if ((len(set(cfg["layer_ids"])) != len(cfg["layer_ids"]) and not duplicates_gap) or
             any(i < 0 for i in cfg["layer_ids"]) or not cfg["layer_ids"]):
@@ -278,7 +283,8 @@ def build_layout(cfg, v, pad):
         offsets = [int(x) for x in np.concatenate([[0], np.cumsum(flat)[:-1]])]
         total = int(sum(flat))
         if (cfg["profile"] == "v4.1" and cfg["num_embeddings"] is not None and cfg["num_embeddings"][li] != total
-                and BUG != "upstream-num-embeddings"):  # the official V4.1 layout code never compares them
+                and BUG != "upstream-num-embeddings"  # the official V4.1 layout code never compares them
+                and not (BUG == "num-embeddings-at-least" and cfg["num_embeddings"][li] > total)):  # NeMo: span > rows
             raise ValueError("engram_num_embeddings mismatch")
         layers.append(dict(layerId=layer_id, multipliers=multipliers(cfg["seed"], layer_id, v, cfg["max_ngram"]),
                            primes=primes, offsets=offsets, numEmbeddings=total))
