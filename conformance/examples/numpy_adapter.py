@@ -54,6 +54,7 @@ the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the ou
   upstream-negative-vocab V < 0 gives multipliers of 1 (demo and official V4.1: max(1, bound))        UpstreamNegativeVocab
   upstream-extra-bases   demo: more engram_vocab_size entries than orders accepted, extras unread      UpstreamExtraBases
   num-embeddings-at-least v4.1: engram_num_embeddings refused only below the sums (NeMo Automodel)    NumEmbeddingsAtLeast
+  negative-pad-wraps     a pad id in [-T, -1] reads map[T + pad] (official V4.1 / demo array indexing) NegativePadWraps
   rollback-dead          v4.1 rollback keeps only max-1 ids: overwritten slots read DEAD              RollbackReadsDead
   raw-beyond-dead        v4.1: a raw id >= T becomes DEAD (a llama.cpp fork) instead of a refusal     RawIdBeyondTokenizerDead
   official-indexing      v4.1: token_map[raw] with torch indexing (-1 -> map[T-1]), then the mask     OfficialTorchIndexing
@@ -120,6 +121,7 @@ BUGS = {
     "upstream-negative-vocab": "UpstreamNegativeVocab",
     "upstream-extra-bases": "UpstreamExtraBases",
     "num-embeddings-at-least": "NumEmbeddingsAtLeast",
+    "negative-pad-wraps": "NegativePadWraps",
     "rollback-dead": "RollbackReadsDead",
     "raw-beyond-dead": "RawIdBeyondTokenizerDead",
     "official-indexing": "OfficialTorchIndexing",
@@ -865,7 +867,8 @@ def token_map_test(group, test):
         raise ValueError(f"engram_compressed_vocab_size {test['engramCompressedVocabSize']} != {len(keys)} ids")
     if "padId" in test or "engramCompressedVocabSize" in test:
         pad = test.get("padId", 0)
-        if not 0 <= pad < len(tokens):
+        wraps = BUG == "negative-pad-wraps" and -len(tokens) <= pad < 0  # token_map[pad]: Python/torch/numpy wrap
+        if not 0 <= pad < len(tokens) and not wraps:
             raise ValueError(f"pad id {pad} is outside [0, {len(tokens)})")
         if "padId" in test:
             out["compressedPad"] = cmap[pad]
