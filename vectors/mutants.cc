@@ -24,12 +24,15 @@ std::string MutantFlag(Mutant m) {
     case Mutant::kSignGate: return "SignedZeroCopysign";
     case Mutant::kE8M0BitShift: return "E8M0BitShift";
     case Mutant::kPythonWrapperDecode: return "PythonWrapperDecode";
+    case Mutant::kRowIdUint32: return "RowIdUint32";
   }
   return "";
 }
 
 std::vector<Mutant> MutantsFor(Profile profile) {
-  if (profile == Profile::kV41) return {Mutant::kNoDeadBlocking, Mutant::kDeadAsId, Mutant::kInt32Multipliers};
+  if (profile == Profile::kV41) {
+    return {Mutant::kNoDeadBlocking, Mutant::kDeadAsId, Mutant::kInt32Multipliers, Mutant::kRowIdUint32};
+  }
   return {Mutant::kTruncatedMod, Mutant::kInt32Multipliers};
 }
 
@@ -79,7 +82,10 @@ std::vector<int64_t> MutantRows(Mutant m, const Layout& layout, const std::vecto
           const int64_t p = l.prime(col);
           int64_t r = rolling % p;  // C++ % truncates toward zero
           if (m != Mutant::kTruncatedMod && r < 0) r += p;
-          rows.push_back(r + l.offsets[static_cast<size_t>(col)]);
+          int64_t row = r + l.offsets[static_cast<size_t>(col)];
+          // A port that stores row ids as uint32_t keeps the low 32 bits (§HASH.4 row ids reach 2^40 and beyond).
+          if (m == Mutant::kRowIdUint32) row &= int64_t{0xFFFFFFFF};
+          rows.push_back(row);
         }
       }
     }

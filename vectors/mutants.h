@@ -31,10 +31,11 @@ enum class Mutant {
   kSignGate,          // v4.1 gate with torch.sign() instead of copysign: 0.5 at dot = +-0 (a llama.cpp port)
   kE8M0BitShift,      // E8M0 scale decoded as the float32 with bits (s << 23): 0x00 -> 0.0, 0xFF -> inf
   kPythonWrapperDecode,  // token texts decoded through transformers' Python wrapper (clean_up_tokenization)
+  kRowIdUint32,       // v4.1: row ids stored as uint32_t, so a row id >= 2^32 comes out mod 2^32 (Luce-Org/lucebox)
 };
 
 // The note flag of a mutant: "NoDeadBlocking", "DeadAsOrdinaryId", "FloorMod",
-// "Int32Multipliers", "SignedZeroCopysign", "E8M0BitShift", "PythonWrapperDecode".
+// "Int32Multipliers", "SignedZeroCopysign", "E8M0BitShift", "PythonWrapperDecode", "RowIdUint32".
 std::string MutantFlag(Mutant m);
 // The hash-family mutants that can change outputs of `profile`.
 std::vector<Mutant> MutantsFor(Profile profile);
