@@ -24,12 +24,15 @@ std::string MutantFlag(Mutant m) {
     case Mutant::kSignGate: return "SignedZeroCopysign";
     case Mutant::kE8M0BitShift: return "E8M0BitShift";
     case Mutant::kPythonWrapperDecode: return "PythonWrapperDecode";
+    case Mutant::kRowIdUint32: return "RowIdUint32";
   }
   return "";
 }
 
 std::vector<Mutant> MutantsFor(Profile profile) {
-  if (profile == Profile::kV41) return {Mutant::kNoDeadBlocking, Mutant::kDeadAsId, Mutant::kInt32Multipliers};
+  if (profile == Profile::kV41) {
+    return {Mutant::kNoDeadBlocking, Mutant::kDeadAsId, Mutant::kInt32Multipliers, Mutant::kRowIdUint32};
+  }
   return {Mutant::kTruncatedMod, Mutant::kInt32Multipliers};
 }
 
@@ -79,7 +82,10 @@ std::vector<int64_t> MutantRows(Mutant m, const Layout& layout, const std::vecto
           const int64_t p = l.prime(col);
           int64_t r = rolling % p;  // C++ % truncates toward zero
           if (m != Mutant::kTruncatedMod && r < 0) r += p;
-          rows.push_back(r + l.offsets[static_cast<size_t>(col)]);
+          int64_t row = r + l.offsets[static_cast<size_t>(col)];
+          // A port that stores row ids as uint32_t keeps the low 32 bits (§HASH.4 row ids reach 2^40 and beyond).
+          if (m == Mutant::kRowIdUint32) row &= int64_t{0xFFFFFFFF};
+          rows.push_back(row);
         }
       }
     }
@@ -195,6 +201,8 @@ std::string ConfigGapFlag(ConfigGap gap) {
     case ConfigGap::kZeroHeads: return "UpstreamZeroHeads";
     case ConfigGap::kMaxNgramOne: return "UpstreamMaxNgramOne";
     case ConfigGap::kNumEmbeddingsUnchecked: return "UpstreamNumEmbeddingsUnchecked";
+    case ConfigGap::kExtraBases: return "UpstreamExtraBases";
+    case ConfigGap::kNumEmbeddingsAtLeast: return "NumEmbeddingsAtLeast";
   }
   return "";
 }
@@ -205,6 +213,8 @@ std::string ConfigGapBug(ConfigGap gap) {
     case ConfigGap::kZeroHeads: return "upstream-zero-heads";
     case ConfigGap::kMaxNgramOne: return "upstream-max-ngram-1";
     case ConfigGap::kNumEmbeddingsUnchecked: return "upstream-num-embeddings";
+    case ConfigGap::kExtraBases: return "upstream-extra-bases";
+    case ConfigGap::kNumEmbeddingsAtLeast: return "num-embeddings-at-least";
   }
   return "";
 }
@@ -275,12 +285,45 @@ bool GapAccepts(ConfigGap gap, const nlohmann::json& config, const std::string& 
       repaired["engram_max_ngram_size"] = 2;
       break;
     case ConfigGap::kNumEmbeddingsUnchecked:
+    case ConfigGap::kNumEmbeddingsAtLeast:
       if (!v41 || !config.contains("engram_num_embeddings")) return false;
       repaired.erase("engram_num_embeddings");  // optional (§CFG.2): the layout's own sums are used
       break;
+    case ConfigGap::kExtraBases: {
+      // The demo reads vocab_size_per_ngram[ngram - 2] for ngram 2 .. max only
+      // (spec/sources.md [SRC-DEMO], calculate_vocab_size_across_layers):
+      // entries past max - 1 are never read, so dropping them changes nothing
+      // that port computes. max_ngram_size as §CFG.3 reads it (its default).
+      const nlohmann::json max_key = config.contains("max_ngram_size") ? config["max_ngram_size"]
+                                                                        : nlohmann::json(DemoV1ConfigJson()["max_ngram_size"]);
+      if (v41 || !max_key.is_number_integer() || !config.contains("engram_vocab_size") ||
+          !config["engram_vocab_size"].is_array()) {
+        return false;
+      }
+      const int64_t orders = max_key.get<int64_t>() - 1;
+      if (orders < 1 || config["engram_vocab_size"].size() <= static_cast<size_t>(orders)) return false;
+      nlohmann::json read = nlohmann::json::array();
+      for (int64_t i = 0; i < orders; ++i) read.push_back(config["engram_vocab_size"][static_cast<size_t>(i)]);
+      repaired["engram_vocab_size"] = read;
+      break;
+    }
   }
   try {
-    BuildLayout(ParseConfig(repaired, "config", v41 ? Profile::kV41 : Profile::kDemoV1), v, pad);
+    const Layout layout = BuildLayout(ParseConfig(repaired, "config", v41 ? Profile::kV41 : Profile::kDemoV1), v, pad);
+    if (gap == ConfigGap::kNumEmbeddingsAtLeast) {
+      // NeMo Automodel's hasher (spec/sources.md [SRC-PORT-NEMO]) refuses a
+      // layer only when its bucket span exceeds the stated row count: a stated
+      // count of the right length with every entry at least the layer's sum
+      // passes, and it differs from the reference only where one is above.
+      const nlohmann::json& rows = config["engram_num_embeddings"];
+      if (!rows.is_array() || rows.size() != layout.layers.size()) return false;
+      bool above = false;
+      for (size_t i = 0; i < rows.size(); ++i) {
+        if (!rows[i].is_number_integer() || rows[i].get<int64_t>() < layout.layers[i].num_embeddings) return false;
+        above = above || rows[i].get<int64_t>() > layout.layers[i].num_embeddings;
+      }
+      return above;
+    }
     return true;
   } catch (const Error&) {
     return false;  // refused for another reason as well

@@ -31,10 +31,11 @@ enum class Mutant {
   kSignGate,          // v4.1 gate with torch.sign() instead of copysign: 0.5 at dot = +-0 (a llama.cpp port)
   kE8M0BitShift,      // E8M0 scale decoded as the float32 with bits (s << 23): 0x00 -> 0.0, 0xFF -> inf
   kPythonWrapperDecode,  // token texts decoded through transformers' Python wrapper (clean_up_tokenization)
+  kRowIdUint32,       // v4.1: row ids stored as uint32_t, so a row id >= 2^32 comes out mod 2^32 (Luce-Org/lucebox)
 };
 
 // The note flag of a mutant: "NoDeadBlocking", "DeadAsOrdinaryId", "FloorMod",
-// "Int32Multipliers", "SignedZeroCopysign", "E8M0BitShift", "PythonWrapperDecode".
+// "Int32Multipliers", "SignedZeroCopysign", "E8M0BitShift", "PythonWrapperDecode", "RowIdUint32".
 std::string MutantFlag(Mutant m);
 // The hash-family mutants that can change outputs of `profile`.
 std::vector<Mutant> MutantsFor(Profile profile);
@@ -89,9 +90,12 @@ enum class ConfigGap {
   kZeroHeads,              // zero heads per order: every order gets an empty list of primes (both)
   kMaxNgramOne,            // V4.1 max n-gram 1: no order at all (the V4.1 code's loop runs zero times)
   kNumEmbeddingsUnchecked, // V4.1 engram_num_embeddings never compared with the prime sums
+  kExtraBases,             // demo: more engram_vocab_size entries than n-gram orders (the extras never read)
+  kNumEmbeddingsAtLeast,   // V4.1 engram_num_embeddings refused only below the prime sums (NeMo Automodel)
 };
 inline constexpr ConfigGap kConfigGaps[] = {ConfigGap::kDuplicateLayerIds, ConfigGap::kZeroHeads,
-                                            ConfigGap::kMaxNgramOne, ConfigGap::kNumEmbeddingsUnchecked};
+                                            ConfigGap::kMaxNgramOne, ConfigGap::kNumEmbeddingsUnchecked,
+                                            ConfigGap::kExtraBases, ConfigGap::kNumEmbeddingsAtLeast};
 // §VEC.12 vLLM's layout code (vllm/models/deepseek_v41/common/engram.py `_is_prime`, a Miller-Rabin with
 // the witnesses 2, 7, 61 after trial division by the primes up to 37) declares its witness 61 itself composite:
 // for n = 61, pow(61, d, 61) = 0 is neither 1 nor n - 1. Its prime search therefore skips 61. The primes
@@ -101,17 +105,21 @@ std::vector<std::vector<std::vector<int64_t>>> PrimesSkipping(const EngramConfig
 inline constexpr const char* kMillerRabin61Flag = "MillerRabinWitness61";
 
 // "UpstreamDuplicateLayerIds", "UpstreamZeroHeads", "UpstreamMaxNgramOne",
-// "UpstreamNumEmbeddingsUnchecked".
+// "UpstreamNumEmbeddingsUnchecked", "UpstreamExtraBases", "NumEmbeddingsAtLeast".
 std::string ConfigGapFlag(ConfigGap gap);
 // The numpy adapter's bug that plants the gap: "upstream-duplicate-layers",
-// "upstream-zero-heads", "upstream-max-ngram-1", "upstream-num-embeddings".
+// "upstream-zero-heads", "upstream-max-ngram-1", "upstream-num-embeddings", "upstream-extra-bases",
+// "num-embeddings-at-least".
 std::string ConfigGapBug(ConfigGap gap);
 // Whether a port with the gap accepts `config` (read as `profile`, for V and
 // pad) where the reference refuses it: the configuration breaks the rule the
 // gap skips, and the reference accepts it once that rule is met (duplicates
-// dropped, one head per order, max n-gram 2, engram_num_embeddings left out).
-// Each gap applies to the profiles whose upstream code has it: duplicates and
-// zero heads to both, max n-gram 1 and num_embeddings to v4.1.
+// dropped, one head per order, max n-gram 2, engram_num_embeddings left out,
+// the extra bases dropped; for kNumEmbeddingsAtLeast: left out, and every
+// stated entry at least its layer's sum, one above it).
+// Each gap applies to the profiles whose code has it: duplicates and zero
+// heads to both, max n-gram 1 and the two num_embeddings gaps to v4.1, the
+// extra bases to demo-v1.
 bool GapAccepts(ConfigGap gap, const nlohmann::json& config, const std::string& profile, int64_t v, int64_t pad);
 
 // A fork's rollback (a llama.cpp port, v4.1): the state keeps only the last

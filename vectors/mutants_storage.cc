@@ -32,11 +32,36 @@ void CheckRowIds(const RowSource& table, std::span<const int64_t> row_ids) {
   }
 }
 
+// §STO.1 / §STO.2 codes whose decode is NaN: E4M3 0x7F / 0xFF, E8M0 0xFF.
+bool IsNaNCode(uint8_t code) { return (code & 0x7F) == 0x7F; }
+bool IsNaNScale(uint8_t scale) { return scale == 0xFF; }
+
+// Luce-Org/lucebox's element decode (spec/sources.md [SRC-PORT-LUCEBOX], deepseek4_engram_decode_value): the
+// E4M3 formula with no NaN case (exponent 15, mantissa 7 is (8 + 7) * 2^5 = 480) and the scale applied as
+// ldexp(v, s - 127), 2^128 for 0xFF (inf times a non-zero value, a signed zero times a zero code), then bf16.
+// On every code and scale that is not NaN this is §STO.3's one rounding of the exact product: the reference's.
+uint16_t FiniteDecodeElement(uint8_t code, uint8_t scale) {
+  if (!IsNaNCode(code) && !IsNaNScale(scale)) return DecodeElement(code, scale);
+  return FloatToBf16(std::ldexp(E4M3With(DecodeBug::kNaNDecodedFinite, code), static_cast<int>(scale) - 127));
+}
+
 }  // namespace
 
 const std::vector<DecodeBug>& AllDecodeBugs() {
-  static const std::vector<DecodeBug> all = {DecodeBug::kBlock128, DecodeBug::kE8M0BitShift, DecodeBug::kFlushToZero};
+  static const std::vector<DecodeBug> all = {DecodeBug::kBlock128, DecodeBug::kE8M0BitShift, DecodeBug::kFlushToZero,
+                                             DecodeBug::kNaNDecodedFinite, DecodeBug::kNaNRowRefused};
   return all;
+}
+
+float E4M3With(DecodeBug bug, uint8_t code) {
+  if (bug != DecodeBug::kNaNDecodedFinite || !IsNaNCode(code)) return DecodeE4M3(code);
+  return (code & 0x80) ? -480.0f : 480.0f;  // exponent 15, mantissa 7 read as a normal number
+}
+
+float E8M0With(DecodeBug bug, uint8_t scale) {
+  if (bug == DecodeBug::kE8M0BitShift) return static_cast<float>(MutantE8M0(Mutant::kE8M0BitShift, scale));
+  if (bug == DecodeBug::kNaNDecodedFinite && IsNaNScale(scale)) return std::ldexp(1.0f, 128);  // overflows: +inf
+  return static_cast<float>(DecodeE8M0(scale));
 }
 
 std::string DecodeBugFlag(DecodeBug bug) {
@@ -44,6 +69,8 @@ std::string DecodeBugFlag(DecodeBug bug) {
     case DecodeBug::kE8M0BitShift: return MutantFlag(Mutant::kE8M0BitShift);
     case DecodeBug::kFlushToZero: return "FlushToZero";
     case DecodeBug::kBlock128: return "Block128";
+    case DecodeBug::kNaNDecodedFinite: return "NaNDecodedFinite";
+    case DecodeBug::kNaNRowRefused: return "NaNRowRefused";
   }
   return "";
 }
@@ -68,6 +95,23 @@ void AddDecodeBugNote(SuiteBuilder& b, DecodeBug bug) {
                    "element j of a row is decoded with the row's scale j / 128 instead of j / 32.",
                    "§STO.3", "block128");
       break;
+    case DecodeBug::kNaNDecodedFinite:
+      b.Divergence("NaNDecodedFinite",
+                   "Changes under the element decode of Luce-Org/lucebox (deepseek4_engram_decode_value, spec/sources.md "
+                   "[SRC-PORT-LUCEBOX]), which has no NaN: the E4M3 codes 0x7F / 0xFF decode as +-480 (exponent 15, "
+                   "mantissa 7 read as a normal number) and the E8M0 scale 0xFF as 2^128 (inf times a non-zero code, "
+                   "a signed zero times code 0x00 / 0x80), where §STO.1 and §STO.2 decode NaN.",
+                   "§STO.2", "nan-decoded-finite");
+      break;
+    case DecodeBug::kNaNRowRefused:
+      b.Divergence("NaNRowRefused",
+                   "Changes under the table read of Luce-Org/lucebox (DeepSeek4EngramTable::read through decode_row, "
+                   "spec/sources.md [SRC-PORT-LUCEBOX]), which refuses (EDOM) a row holding an E4M3 code 0x7F / 0xFF "
+                   "or an E8M0 scale 0xFF, where §STO.3 decodes such a row (NaN elements): a valid lookup refused. "
+                   "A port that decodes an ElementDecodeTest as one row (as this suite's row of codes 0x00 .. 0xff "
+                   "invites) refuses every one of them.",
+                   "§STO.3", "nan-row-refused");
+      break;
   }
 }
 
@@ -90,6 +134,15 @@ std::vector<uint16_t> DecodeRowWith(DecodeBug bug, const RowBytes& row) {
       // j / 128 < ceil(d / 128) <= d / 32 for every d that is a multiple of 32.
       for (size_t j = 0; j < out.size(); ++j) out[j] = DecodeElement(row.codes[j], row.scales[j / 128]);
       return out;
+    case DecodeBug::kNaNDecodedFinite:
+      for (size_t j = 0; j < out.size(); ++j) out[j] = FiniteDecodeElement(row.codes[j], row.scales[j / kScaleBlock]);
+      return out;
+    case DecodeBug::kNaNRowRefused:
+      for (size_t j = 0; j < out.size(); ++j) {
+        if (IsNaNCode(row.codes[j]) || IsNaNScale(row.scales[j / kScaleBlock])) return {};  // the port refuses
+        out[j] = DecodeElement(row.codes[j], row.scales[j / kScaleBlock]);
+      }
+      return out;
   }
   return out;
 }
@@ -100,6 +153,7 @@ std::vector<uint16_t> LookupRowsWith(DecodeBug bug, const RowSource& table, std:
   out.reserve(row_ids.size() * static_cast<size_t>(table.head_dim()));
   for (int64_t id : row_ids) {
     const std::vector<uint16_t> row = DecodeRowWith(bug, table.Row(id));
+    if (row.size() != static_cast<size_t>(table.head_dim())) return {};  // one row refused: the lookup is
     out.insert(out.end(), row.begin(), row.end());
   }
   return out;
@@ -153,6 +207,7 @@ std::vector<uint16_t> RowShardLookupWith(std::optional<ShardBug> bug, std::optio
       if (id < s.begin || id >= s.end) continue;
       const int64_t read = bug == ShardBug::kLocalAsGlobal ? id - s.begin : id;
       const std::vector<uint16_t> row = decode_row(read);
+      if (row.size() != d) return {};  // the rank refuses the row, so the lookup is refused
       std::copy(row.begin(), row.end(), part.begin() + static_cast<std::ptrdiff_t>(i * d));
     }
     parts.push_back(std::move(part));
@@ -179,6 +234,7 @@ std::vector<uint16_t> HeadShardLookupWith(std::optional<DecodeBug> decode, const
       for (int c = hr.begin; c < hr.end; ++c) mine.push_back(row_ids[p * static_cast<size_t>(columns) + static_cast<size_t>(c)]);
     }
     parts.push_back(decode ? LookupRowsWith(*decode, table, mine) : LookupRows(table, mine));
+    if (parts.back().size() != mine.size() * static_cast<size_t>(table.head_dim())) return {};  // a row refused
   }
   return GatherHeads(parts, static_cast<int64_t>(positions), columns, world, table.head_dim());
 }

@@ -30,20 +30,27 @@ enum class DecodeBug {
   kE8M0BitShift,  // Mutant::kE8M0BitShift: the scale as the float32 with bits s << 23 (0x00 -> 0, 0xFF -> inf)
   kFlushToZero,   // the float32 product with FTZ + DAZ: the scale 2^-127 enters as +0, subnormal products -> +-0
   kBlock128,      // element j decoded with scales[j / 128] (V4's 128-wide blocks) instead of scales[j / 32]
+  kNaNDecodedFinite,  // no NaN: E4M3 0x7F / 0xFF as +-480, E8M0 0xFF as 2^128 (Luce-Org/lucebox's element decode)
+  kNaNRowRefused,     // a row holding an E4M3 0x7F / 0xFF or an E8M0 0xFF refused (Luce-Org/lucebox's table read)
 };
 
 // Every decode bug, in the order the suites note them.
 const std::vector<DecodeBug>& AllDecodeBugs();
-// "E8M0BitShift", "FlushToZero", "Block128".
+// "E8M0BitShift", "FlushToZero", "Block128", "NaNDecodedFinite", "NaNRowRefused".
 std::string DecodeBugFlag(DecodeBug bug);
 // The bug's KNOWN_DIVERGENCE note (SuiteBuilder::Divergence, with its planted bug).
 void AddDecodeBugNote(SuiteBuilder& b, DecodeBug bug);
 // Adds the note unless the suite has it (notes are added where first used).
 void NoteDecodeBug(SuiteBuilder& b, DecodeBug bug);
 
-// §STO.3 One row decoded as a port with the bug decodes it (bf16 bits).
+// §STO.3 One row decoded as a port with the bug decodes it (bf16 bits). Empty when that port refuses the row
+// (kNaNRowRefused): a refusal differs from every valid output under Bf16Differ, as the runner fails it.
 std::vector<uint16_t> DecodeRowWith(DecodeBug bug, const RowBytes& row);
-// §STO.6 LookupRows with the bug's row decode (ids are checked as LookupRows does).
+// §STO.1, §STO.2 An E4M3 code and an E8M0 scale as a port with the bug decodes them alone (the E4M3DecodeTest and
+// E8M0DecodeTest values, as float32): the reference's values except under kE8M0BitShift and kNaNDecodedFinite.
+float E4M3With(DecodeBug bug, uint8_t code);
+float E8M0With(DecodeBug bug, uint8_t scale);
+// §STO.6 LookupRows with the bug's row decode (ids are checked as LookupRows does); empty when a row is refused.
 std::vector<uint16_t> LookupRowsWith(DecodeBug bug, const RowSource& table, std::span<const int64_t> row_ids);
 // §STO.9 Whether two bf16 outputs differ under the runner's comparison (bits, any NaN = any NaN; sizes too).
 bool Bf16Differ(std::span<const uint16_t> a, std::span<const uint16_t> b);
@@ -61,12 +68,12 @@ void AddShardBugNote(SuiteBuilder& b, ShardBug bug);
 // §STO.7 The reduced output of a row-sharded lookup of `world` ranks as a port
 // with the shard bug `bug` and the decode bug `decode` computes it (either may
 // be absent: with neither it is the reference's reduced output). Ids outside
-// [0, rows) are refused as ShardLookup refuses them.
+// [0, rows) are refused as ShardLookup refuses them. Empty when a rank refuses a row.
 std::vector<uint16_t> RowShardLookupWith(std::optional<ShardBug> bug, std::optional<DecodeBug> decode,
                                          const RowSource& table, std::span<const int64_t> row_ids, int world);
 
 // §STO.8 The gathered output of a head-sharded lookup as a port with the decode
-// bug computes it (absent: the reference's output).
+// bug computes it (absent: the reference's output); empty when a rank refuses a row.
 std::vector<uint16_t> HeadShardLookupWith(std::optional<DecodeBug> decode, const RowSource& table,
                                           std::span<const int64_t> row_ids, int columns, int world);
 

@@ -222,6 +222,15 @@ void AddMutantNotes(SuiteBuilder& b, const std::vector<Mutant>& mutants) {
                      "...) instead of the Rust backend's plain decode.",
                      "§TOK.2", "python-wrapper-decode");
         break;
+      case Mutant::kRowIdUint32:
+        b.Divergence("RowIdUint32",
+                     "Changes under the known bug of storing row ids as uint32_t (Luce-Org/lucebox, "
+                     "DeepSeek4EngramHasher::hash: (uint32_t) (h % prime + offset), spec/sources.md "
+                     "[SRC-PORT-LUCEBOX]): a row id of 2^32 or more, which a layout whose primes or offsets pass 2^32 "
+                     "gives, comes out reduced mod 2^32, another row of the table. The real V4.1 geometry is not "
+                     "affected (384,006,168 rows per layer, every row id below 2^32).",
+                     "§HASH.4", "row-id-uint32");
+        break;
     }
   }
 }

@@ -82,6 +82,7 @@ ojson ForwardV41(const json& group, const json& test, std::optional<Mutant> muta
     auto table = SyntheticTable(group.at("tableSeed").get<uint64_t>(), layout.layers[0].num_embeddings,
                                 static_cast<int64_t>(hd));
     std::vector<uint16_t> e = decode ? LookupRowsWith(*decode, *table, rows) : LookupRows(*table, rows);  // [T][cols * hd]
+    if (e.size() != rows.size() * hd) throw Error("the table read refuses a row");  // a decode bug's refusal
     const size_t in = cols * hd, nout = dim * (hc + 1);
     ojson kv_all = ojson::array(), kv_ref = ojson::array(), gate64 = ojson::array(), gate32 = ojson::array(),
           y = ojson::array(), yref = ojson::array(), act_scales = ojson::array(), gate_low = ojson::array(),

@@ -406,6 +406,24 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> AddStateTests(HashGroupRun
   return {seq, other};
 }
 
+// §HASH.4 Row ids of 2^32 and more (appended after every earlier group, so that their tcIds stay): a layout
+// with base 2^32 puts its second column's offset above 2^32, so every row id of that column is one. The real
+// V4.1 geometry never reaches 2^32 rows; layouts of other bases do, and a port that keeps row ids in 32 bits
+// (§VEC.12 RowIdUint32, found measuring the public ports) reads other rows there.
+void AddWideRowGroup(SuiteBuilder& b, const std::vector<Mutant>& mutants) {
+  const HashGroup hg{SmallV41Config({3}, int64_t{1} << 32, 2, 2, 1000), "v4.1", 1000, 2,
+                     "base 2^32 (one layer, two heads, max n-gram 2, V = 1000, pad 2): row ids of 2^32 and more"};
+  HashGroupRun r(b, hg, true, mutants, 0x48415348 + 200);
+  if (r.layout.layers[0].offsets[1] < (int64_t{1} << 32)) throw Error("generator: the wide layout stays below 2^32");
+  const size_t g = b.Group({{"type", "HashTest"},          {"comment", hg.comment},
+                            {"profile", hg.profile},       {"config", hg.config},
+                            {"compressedVocabSize", hg.v}, {"compressedPad", hg.pad},
+                            {"layers", LayersJson(r.layout)}});
+  r.Add(g, r.RandomIds(4), "second column's rows at 2^32 and above", {"SequenceStart"}, {"§HASH.4"});
+  r.Add(g, std::vector<int64_t>(3, hg.v - 1), "every id is V - 1, rows at 2^32 and above", {"MaxId"},
+        {"§HASH.4", "§HASH.7"});
+}
+
 ojson GenerateHash(bool v41) {
   const std::string suite = v41 ? "hash_v41" : "hash_demo";
   SuiteBuilder b(suite, "hash.schema.json", "ENGRAM-HASH");
@@ -431,6 +449,7 @@ ojson GenerateHash(bool v41) {
     later.push_back([&r, sparams, ids] { AddLaterStateTests(r, sparams, ids.first, ids.second); });
   }
   for (const auto& add : later) add();
+  if (v41) AddWideRowGroup(b, mutants);
   return b.Finish();
 }
 

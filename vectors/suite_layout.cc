@@ -41,6 +41,21 @@ void AddConfigGapNote(SuiteBuilder& b, ConfigGap gap) {
              "silently (rows past its end), where §LAY.4 refuses the configuration.";
       spec = "§LAY.4";
       break;
+    case ConfigGap::kExtraBases:
+      text = "A validation gap of the upstream demo (engram_demo_v1.py), not a behaviour to copy: an "
+             "engram_vocab_size list with more entries than n-gram orders is accepted, and the entries past "
+             "max_ngram_size - 1 are never read (its prime search reads vocab_size_per_ngram[ngram - 2] for ngram "
+             "2 .. max only), where §CFG.4 refuses a list of another length: the extra entry is a sign of a "
+             "configuration written for another max_ngram_size.";
+      break;
+    case ConfigGap::kNumEmbeddingsAtLeast:
+      text = "A validation gap of NeMo Automodel's hasher (DeepseekV41EngramHasher, spec/sources.md "
+             "[SRC-PORT-NEMO]), not a behaviour to copy: a layer is refused only when its bucket span (the sum of "
+             "its primes) exceeds engram_num_embeddings, so a stated row count above the sum is accepted, where "
+             "§LAY.4 refuses any disagreement: a table with more rows than the layout addresses was built for "
+             "another layout (other bases, heads or orders), and its rows would be read at the wrong places.";
+      spec = "§LAY.4";
+      break;
   }
   b.Divergence(ConfigGapFlag(gap), text, spec, ConfigGapBug(gap));
 }
@@ -158,6 +173,14 @@ ojson GenerateLayout() {
   v41_max1["engram_layer_ids"] = {3};
   v41_max1["engram_max_ngram_size"] = 1;
   add(g, v41_max1, "v4.1", 40, 2, {"InvalidConfig"}, "v4.1: max n-gram 1 without engram_num_embeddings");
+  // Gaps found measuring the public ports (docs/ports.md, §VEC.12), each
+  // breaking one rule only (tests appended: earlier tcIds keep their inputs).
+  ojson demo_extra = DemoConfigJson();
+  demo_extra["engram_vocab_size"] = {646400, 646400, 646400};
+  add(g, demo_extra, "demo-v1", 129280, 2, {"InvalidConfig"}, "three bases for two orders (max n-gram 3)");
+  ojson v41_rows_above = SmallV41Config({3}, 10, 3, 2, 40);
+  v41_rows_above["engram_num_embeddings"][0] = v41_rows_above["engram_num_embeddings"][0].get<int64_t>() + 1;
+  add(g, v41_rows_above, "v4.1", 40, 2, {"NumEmbeddingsMismatch"}, "engram_num_embeddings one above the primes' sum");
   return b.Finish();
 }
 

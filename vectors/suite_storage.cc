@@ -80,6 +80,12 @@ ojson GenerateFp8() {
     std::vector<std::string> flags;
     if (c == 0x80) flags.push_back("NegativeZero");
     if ((c & 0x7F) == 0x7F) flags.push_back("NaNCode");
+    // §VEC.12 computed: a port whose decode has no NaN gives another value (float32 bits, any NaN = any NaN).
+    const float finite = E4M3With(DecodeBug::kNaNDecodedFinite, static_cast<uint8_t>(c));
+    if (std::isnan(v) != std::isnan(finite) || (!std::isnan(v) && F32Hex(finite) != F32Hex(v))) {
+      NoteDecodeBug(b, DecodeBug::kNaNDecodedFinite);
+      flags.push_back(DecodeBugFlag(DecodeBug::kNaNDecodedFinite));
+    }
     char comment[64];
     std::snprintf(comment, sizeof comment, "code 0x%02x", c);
     b.Test(ge, comment, flags, {"§STO.1"},
@@ -92,8 +98,14 @@ ojson GenerateFp8() {
     std::vector<std::string> flags = WithMutantFlags({}, {Mutant::kE8M0BitShift}, [&](Mutant m) {
       return F32Hex(static_cast<float>(MutantE8M0(m, static_cast<uint8_t>(s)))) != F32Hex(static_cast<float>(v));
     });
+    const float finite = E8M0With(DecodeBug::kNaNDecodedFinite, static_cast<uint8_t>(s));
+    if (std::isnan(v) != std::isnan(finite) || (!std::isnan(v) && F32Hex(finite) != F32Hex(static_cast<float>(v)))) {
+      NoteDecodeBug(b, DecodeBug::kNaNDecodedFinite);
+      flags.push_back(DecodeBugFlag(DecodeBug::kNaNDecodedFinite));
+    }
     // The other decode bugs leave the scale's float32 alone: FlushToZero flushes
-    // in the product only (the conversion is bit-level), Block128 picks scales.
+    // in the product only (the conversion is bit-level), Block128 picks scales,
+    // NaNRowRefused refuses rows (a scale alone is no row).
     char comment[64];
     std::snprintf(comment, sizeof comment, "scale 0x%02x", s);
     b.Test(gs, comment, flags, {"§STO.2"},

@@ -157,8 +157,11 @@ ojson IntermediateJson(const Tokenizer& tk, const std::vector<TokenKey>& keys, c
 // With `variant`, the fields a port computing that variant's map would give
 // (no intermediate): the generator compares them with the expected fields to
 // flag the tests a port with that divergence fails (§CONF.4).
+// With `pad_wraps`, the pad as array indexing takes it (§VEC.12 NegativePadWraps: the official V4.1
+// code's token_map[args.engram_pad_id] in torch, the upstream demo's lookup_table[pad_id] in numpy):
+// a pad id in [-T, -1] reads map[T + pad id] instead of a refusal.
 ojson Expected(const std::string& tokenizer_json, const json& test_inputs,
-               const std::optional<Variant>& variant = std::nullopt) {
+               const std::optional<Variant>& variant = std::nullopt, bool pad_wraps = false) {
   ojson fields;
   try {
     const Tokenizer tk = ParseTokenizerJson(tokenizer_json, "tokenizer.json");
@@ -178,6 +181,8 @@ ojson Expected(const std::string& tokenizer_json, const json& test_inputs,
       if (test_inputs.contains("engramCompressedVocabSize")) {
         config.compressed_vocab_size = test_inputs["engramCompressedVocabSize"].get<int64_t>();
       }
+      const bool wraps = pad_wraps && config.pad_id < 0 && config.pad_id >= -tm.tokens();
+      if (wraps) config.pad_id += tm.tokens();  // the size check is unchanged; the entry read is map[T + pad]
       pad = CheckTokenMapForConfig(tm, config);
     }
     fields["result"] = "valid";
@@ -484,6 +489,42 @@ void AddCaseGroups(SuiteBuilder& b, const std::vector<Case>& cases, const std::v
   }
 }
 
+// §TOK.4 / §CFG.4 negative pad ids (appended after every earlier group, so that their tcIds stay): refused;
+// the §VEC.12 divergence of ports that index the map with the pad id as an array index (found measuring the
+// public ports, docs/ports.md) is computed by Expected(..., pad_wraps).
+void AddNegativePadGroup(SuiteBuilder& b, const std::string& text) {
+  b.Note("NegativePadId", "INVALID_INPUT",
+         "A negative pad id is outside the token map [0, T): it must be refused, not read from the end of the map.",
+         "§TOK.4");
+  const size_t g = b.Group({{"type", "TokenMapTest"},
+                            {"comment", "the added-tokens tokenizer again: negative pad ids"},
+                            {"tokenizerJson", text}});
+  const int64_t t_count = ParseTokenizerJson(text, "tokenizer.json").size();
+  for (const int64_t pad : {int64_t{-1}, -t_count - 1}) {
+    const json in = {{"padId", pad}};
+    const ojson expected = Expected(text, in);
+    if (expected["result"] != "invalid") throw Error("generator: the reference accepts pad id " + std::to_string(pad));
+    std::vector<std::string> flags = {"NegativePadId"};
+    AddVariantFlags(flags, text, in, expected);
+    if (Expected(text, in, std::nullopt, true)["result"] != expected["result"]) {
+      if (!b.HasNote("NegativePadWraps")) {
+        b.Divergence("NegativePadWraps",
+                     "Changes under the pad lookup of the official V4.1 code (NgramHashState: "
+                     "token_map[args.engram_pad_id], torch indexing) and of the upstream demo (NgramHashMapping: "
+                     "lookup_table[pad_id], numpy indexing): a pad id in [-T, -1] reads map[T + pad id], the "
+                     "compressed id of another token, where §TOK.4 refuses a pad id outside [0, T); pad ids below "
+                     "-T raise there too.",
+                     "§TOK.4", "negative-pad-wraps");
+      }
+      flags.push_back("NegativePadWraps");
+    }
+    ojson fields = ojson::parse(in.dump());
+    for (const auto& [key, value] : expected.items()) fields[key] = value;
+    b.Test(g, pad == -1 ? "pad id -1 (array indexing would read map[T - 1])" : "pad id -T - 1 (below any index)",
+           flags, {"§TOK.4", "§CFG.4"}, fields);
+  }
+}
+
 ojson GenerateTokenMap() {
   SuiteBuilder b("token_map", "token_map.schema.json", "ENGRAM-TOKEN-MAP");
   AddTokenMapNotes(b);
@@ -502,6 +543,7 @@ ojson GenerateTokenMap() {
   b.Note("BadMask", "INVALID_INPUT", "A mask of another length, or a mask given to demo-v1, must be refused.", "§HASH.1");
   AddLookupGroups(b, cases[1].text, "the Unicode tokenizer (case pairs, marks, scripts)");
   AddLookupGroups(b, cases[0].text, "the bytes-and-whitespace tokenizer (partial UTF-8, spaces)");
+  AddNegativePadGroup(b, cases[2].text);
   return b.Finish();
 }
 

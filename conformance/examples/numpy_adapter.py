@@ -41,6 +41,8 @@ the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the ou
   e8m0-shift             E8M0 scale as float32 bits (s << 23): 0x00 -> 0.0, 0xFF -> inf               E8M0BitShift
   flush-to-zero          row decode with FTZ + DAZ: scale 2^-127 read as 0, subnormal products 0      FlushToZero
   block128               row decode with V4's 128-wide scale blocks: element j uses scale j // 128    Block128
+  nan-decoded-finite     no NaN decode: E4M3 0x7F/0xFF as +-480, E8M0 0xFF as 2^128 (lucebox)        NaNDecodedFinite
+  nan-row-refused        a row holding an E4M3 0x7F/0xFF or a scale 0xFF is refused (lucebox)         NaNRowRefused
   keep-neg-zero          row-sharded all_reduce keeps the owner's bits (-0 stays -0)                  NegZeroAllReduce
   local-as-global        a TP rank reads its local row id (id - begin) as a global row                TpLocalAsGlobal
   python-wrapper-decode  token texts through transformers' clean_up_tokenization                      PythonWrapperDecode
@@ -52,6 +54,10 @@ the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the ou
   upstream-max-ngram-1   v4.1: engram_max_ngram_size 1 accepted (the official layout code)             UpstreamMaxNgramOne
   upstream-num-embeddings v4.1: engram_num_embeddings never checked (the official layout code)         UpstreamNumEmbeddingsUnchecked
   upstream-negative-vocab V < 0 gives multipliers of 1 (demo and official V4.1: max(1, bound))        UpstreamNegativeVocab
+  upstream-extra-bases   demo: more engram_vocab_size entries than orders accepted, extras unread      UpstreamExtraBases
+  num-embeddings-at-least v4.1: engram_num_embeddings refused only below the sums (NeMo Automodel)    NumEmbeddingsAtLeast
+  negative-pad-wraps     a pad id in [-T, -1] reads map[T + pad] (official V4.1 / demo array indexing) NegativePadWraps
+  row-id-uint32          v4.1: row ids kept as uint32: a row id >= 2^32 comes out mod 2^32 (lucebox)  RowIdUint32
   rollback-dead          v4.1 rollback keeps only max-1 ids: overwritten slots read DEAD              RollbackReadsDead
   raw-beyond-dead        v4.1: a raw id >= T becomes DEAD (a llama.cpp fork) instead of a refusal     RawIdBeyondTokenizerDead
   official-indexing      v4.1: token_map[raw] with torch indexing (-1 -> map[T-1]), then the mask     OfficialTorchIndexing
@@ -103,6 +109,8 @@ BUGS = {
     "tap-order": "TapOrder",
     "conv-norm-eps": "ConvNormEps",
     "e8m0-shift": "E8M0BitShift",
+    "nan-decoded-finite": "NaNDecodedFinite",
+    "nan-row-refused": "NaNRowRefused",
     "flush-to-zero": "FlushToZero",
     "block128": "Block128",
     "keep-neg-zero": "NegZeroAllReduce",
@@ -116,6 +124,10 @@ BUGS = {
     "upstream-max-ngram-1": "UpstreamMaxNgramOne",
     "upstream-num-embeddings": "UpstreamNumEmbeddingsUnchecked",
     "upstream-negative-vocab": "UpstreamNegativeVocab",
+    "upstream-extra-bases": "UpstreamExtraBases",
+    "num-embeddings-at-least": "NumEmbeddingsAtLeast",
+    "negative-pad-wraps": "NegativePadWraps",
+    "row-id-uint32": "RowIdUint32",
     "rollback-dead": "RollbackReadsDead",
     "raw-beyond-dead": "RawIdBeyondTokenizerDead",
     "official-indexing": "OfficialTorchIndexing",
@@ -213,12 +225,13 @@ def parse_config(doc, profile=None):
         zero_heads_gap = BUG == "upstream-zero-heads" and heads == 0  # the upstream demo does not check
         if not isinstance(heads, int) or not (1 <= heads <= 4096 or zero_heads_gap):
             raise ValueError(f"n_head_per_ngram {heads}")
-        if len(d["engram_vocab_size"]) != max_ngram - 1:
+        extra_bases_gap = BUG == "upstream-extra-bases" and len(d["engram_vocab_size"]) > max_ngram - 1
+        if len(d["engram_vocab_size"]) != max_ngram - 1 and not extra_bases_gap:  # the demo reads [ngram - 2] only
             raise ValueError("engram_vocab_size needs one entry per order")
         if not zero_heads_gap and d["n_embed_per_ngram"] % heads:
             raise ValueError("n_embed_per_ngram not divisible by heads")
         cfg = dict(profile=profile, layer_ids=list(d["layer_ids"]), max_ngram=max_ngram, heads=heads,
-                   bases=list(d["engram_vocab_size"]), pad_id=d["pad_id"], seed=d["seed"], num_embeddings=None, v=None)
+                   bases=list(d["engram_vocab_size"])[:max_ngram - 1], pad_id=d["pad_id"], seed=d["seed"], num_embeddings=None, v=None)
     duplicates_gap = BUG == "upstream-duplicate-layers"  # the demo overwrites the layer, the V4.1 code builds it twice
     if ((len(set(cfg["layer_ids"])) != len(cfg["layer_ids"]) and not duplicates_gap) or
             any(i < 0 for i in cfg["layer_ids"]) or not cfg["layer_ids"]):
@@ -278,7 +291,8 @@ def build_layout(cfg, v, pad):
         offsets = [int(x) for x in np.concatenate([[0], np.cumsum(flat)[:-1]])]
         total = int(sum(flat))
         if (cfg["profile"] == "v4.1" and cfg["num_embeddings"] is not None and cfg["num_embeddings"][li] != total
-                and BUG != "upstream-num-embeddings"):  # the official V4.1 layout code never compares them
+                and BUG != "upstream-num-embeddings"  # the official V4.1 layout code never compares them
+                and not (BUG == "num-embeddings-at-least" and cfg["num_embeddings"][li] > total)):  # NeMo: span > rows
             raise ValueError("engram_num_embeddings mismatch")
         layers.append(dict(layerId=layer_id, multipliers=multipliers(cfg["seed"], layer_id, v, cfg["max_ngram"]),
                            primes=primes, offsets=offsets, numEmbeddings=total))
@@ -353,6 +367,8 @@ def hash_rows(layout, history, position, ids):
                         res = np.mod(rolling, np.int64(p))
                     out[:, li, col] = res + offset
                     col += 1
+    if BUG == "row-id-uint32" and layout["profile"] == "v4.1":
+        out &= np.int64(0xFFFFFFFF)  # (uint32_t) (h % prime + offset): the low 32 bits of each row id
     keep = w - 1
     new_history = list(seen[-keep:]) if keep > 0 and len(seen) else []
     new_history = [int(x) for x in new_history][-min(position + n, keep):] if position + n > 0 else []
@@ -457,7 +473,7 @@ BF16_NAN = 0x7FC0
 def e4m3_value(code):
     """§STO.1 one E4M3fn code -> its exact value (a Python float); NaN for 0x7F / 0xFF."""
     s, e, m = code >> 7, (code >> 3) & 0xF, code & 0x7
-    if code & 0x7F == 0x7F:
+    if code & 0x7F == 0x7F and BUG != "nan-decoded-finite":  # the bug: (8 + 7) * 2^(15 - 10) = 480
         return float("nan")
     v = m * 2.0 ** -9 if e == 0 else (8 + m) * 2.0 ** (e - 10)
     return -v if s else v
@@ -470,6 +486,8 @@ def e8m0_value(scale):
     """
     if BUG == "e8m0-shift":
         return float(np.array([scale << 23], dtype=np.uint32).view(np.float32)[0])
+    if BUG == "nan-decoded-finite" and scale == 0xFF:
+        return float("inf")  # 2^128 as a float32 (ldexp(1, 128)), beyond its range
     return float("nan") if scale == 0xFF else 2.0 ** (scale - 127)
 
 
@@ -521,10 +539,17 @@ def decode_row(codes, scales):
         raise ValueError(f"a row of {codes.size} codes needs {codes.size // 32} scales, got {len(scales)}")
     if BUG == "block128":
         per_element = np.asarray(scales, dtype=np.uint8)[np.arange(codes.size) // 128]
+    nan_in = ((codes & 0x7F) == 0x7F) | (per_element == 0xFF)
+    if BUG == "nan-row-refused" and nan_in.any():
+        raise ValueError("the row holds an E4M3 code 0x7F/0xFF or an E8M0 scale 0xFF (refused, as decode_row does)")
     a, b = E4M3_F32[codes], e8m0_f32()[per_element]
     with np.errstate(over="ignore", invalid="ignore"):
         if BUG == "flush-to-zero":
             return to_bf16(flush_subnormals(flush_subnormals(a) * flush_subnormals(b)))
+        if BUG == "nan-decoded-finite":  # ldexp(v, s - 127): +-480 for the NaN codes, 2^128 (0 * it = 0) for 0xFF
+            finite = np.where((codes & 0x7F) == 0x7F, np.where(codes & 0x80, -480.0, 480.0), a).astype(np.float32)
+            scaled = np.ldexp(finite, per_element.astype(np.int32) - 127).astype(np.float32)
+            return to_bf16(np.where(nan_in, scaled, a * b))
         return to_bf16(a * b)
 
 
@@ -859,7 +884,8 @@ def token_map_test(group, test):
         raise ValueError(f"engram_compressed_vocab_size {test['engramCompressedVocabSize']} != {len(keys)} ids")
     if "padId" in test or "engramCompressedVocabSize" in test:
         pad = test.get("padId", 0)
-        if not 0 <= pad < len(tokens):
+        wraps = BUG == "negative-pad-wraps" and -len(tokens) <= pad < 0  # token_map[pad]: Python/torch/numpy wrap
+        if not 0 <= pad < len(tokens) and not wraps:
             raise ValueError(f"pad id {pad} is outside [0, {len(tokens)})")
         if "padId" in test:
             out["compressedPad"] = cmap[pad]

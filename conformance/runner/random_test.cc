@@ -315,6 +315,12 @@ const Planted kPlanted[] = {
     {"truncated-mod", "hash_demo", false},         {"int32-multipliers", "multipliers", false, ""},
     {"rollback-dead", "hash_v41", false},          {"upstream-duplicate-layers", "layout", false},
     {"upstream-zero-heads", "layout", false},      {"ngram-cap-4", "hash_v41", true},
+    // The demo's unread extra bases (§VEC.12, found measuring the public ports): the random layouts' break
+    // "basesCount" gives a demo-v1 configuration one base too many.
+    {"upstream-extra-bases", "layout", false},
+    // Row ids kept as uint32 (§VEC.12 RowIdUint32, Luce-Org/lucebox): the random v4.1 layouts with bases in
+    // [2^32, 2^40) give row ids of 2^32 and more.
+    {"row-id-uint32", "hash_v41", false, ""},
     {"heads-cap-8", "hash_demo", true},            {"seed-low-32", "multipliers", true, ""},
     {"rollback-ring-short", "hash_v41", true},
     // Caught by the fixed hash_state vectors too since they hold sequences that

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "conformance/plugins/abi_shims.h"
 #include "conformance/plugins/plugin_inputs.h"
 #include "base/error.h"
 
