@@ -132,7 +132,10 @@ V41StreamTrace FuseV41StreamValues(std::span<const double> h, std::span<const do
 /// official code computes in float32 (wkv = a float32 nn.Linear, §FUS.2's plain
 /// form without the bf16 cast; then §FUS.3 without the cast of out).
 struct V41FloatWeights {
-  size_t hc = 0, dim = 0, head_dim = 0, columns = 0;  ///< streams, dim, row width, (max_ngram-1)*heads
+  size_t hc = 0;        ///< streams of the hidden state
+  size_t dim = 0;       ///< hidden size of one stream
+  size_t head_dim = 0;  ///< row width of the table
+  size_t columns = 0;   ///< (max_ngram - 1) * heads rows per position
   std::vector<double> table;     ///< embed.weight [rows][head_dim]
   std::vector<double> wkv;       ///< wkv.weight [(hc+1)*dim][columns*head_dim]
   std::vector<double> q_weight;  ///< [hc][dim]

@@ -95,6 +95,135 @@ struct ForwardOptions {
   CLI::Option *ids_opt = nullptr, *layer_opt = nullptr;
 };
 
+// §FUS.11 No silent precision change: every value read is a float32, or is
+// rounded to one and reported (stderr, and the counts in "rounded_to_float32").
+struct Float32Reader {
+  ojson rounded = ojson::object();
+  std::vector<double> operator()(std::vector<double> v, const std::string& key, const std::string& file) {
+    int64_t changed = 0;
+    std::string first;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const double r = Round(v[i], Precision::kFloat32);
+      if (r != v[i]) {
+        if (changed++ == 0) {
+          std::ostringstream o;
+          o.precision(17);
+          o << key << " element " << i << ": " << v[i] << " -> " << r;
+          first = o.str();
+        }
+        v[i] = r;
+      }
+    }
+    if (changed > 0) {
+      rounded[key] = changed;
+      std::cerr << "engram forward: note: " << file << ": " << changed << " of " << v.size() << " values of '" << key
+                << "' are not float32 values and were rounded to float32 (§FUS.11), the first: " << first << "\n";
+    }
+    return v;
+  }
+};
+
+// The port's table and weights (--weights), in the shapes the configuration gives.
+V41FloatWeights ReadWeights(const std::string& path, const EngramConfig& cfg, Float32Reader& f32) {
+  V41FloatWeights w;
+  w.hc = static_cast<size_t>(cfg.hc_mult);
+  w.dim = static_cast<size_t>(cfg.hidden_size);
+  w.head_dim = static_cast<size_t>(cfg.head_dim);
+  w.columns = static_cast<size_t>(cfg.columns());
+  const nlohmann::json wdoc = ReadJsonFile(path, InputKind::kFusionInput);
+  if (!wdoc.is_object()) throw Error(path + ": the weights must be a JSON object");
+  const size_t rows = Leading(wdoc, "embed.weight", path);
+  w.table = f32(Tensor(wdoc, "embed.weight", {rows, w.head_dim}, path), "embed.weight", path);
+  w.wkv = f32(Tensor(wdoc, "wkv.weight", {(w.hc + 1) * w.dim, w.columns * w.head_dim}, path), "wkv.weight", path);
+  w.q_weight = f32(Tensor(wdoc, "q_weight", {w.hc, w.dim}, path), "q_weight", path);
+  w.k_weight = f32(Tensor(wdoc, "k_weight", {w.hc, w.dim}, path), "k_weight", path);
+  return w;
+}
+
+// The row ids of the chosen layer ([steps][columns]) and the masked positions:
+// hashed from --ids, or the input's own hash_ids (+ mask), as the official
+// forward takes them.
+void RowIds(const ForwardOptions& o, const Loaded& l, const nlohmann::json& in, size_t layer, size_t steps,
+            size_t columns, std::vector<int64_t>& row_ids, std::vector<uint8_t>& masked) {
+  masked.assign(steps, 0);
+  if (o.ids_opt->count() > 0) {
+    if (in.contains("hash_ids")) throw Error(o.input + ": give the row ids as 'hash_ids' or --ids, not both");
+    const std::vector<int64_t> raw = ParseIntList(o.ids, "--ids");
+    if (raw.size() != steps) {
+      throw Error("--ids: " + std::to_string(raw.size()) + " ids but " + o.input + "'s x has " +
+                  std::to_string(steps) + " positions");
+    }
+    const std::vector<int64_t> ids = l.token_map ? CompressIds(l.layout, *l.token_map, raw) : raw;
+    if (!l.token_map) CheckCompressedIds(l.layout, ids);
+    const std::vector<int64_t> all = HashSequence(l.layout, ids);  // [t][layer][col]
+    const size_t per_position = l.layout.layers.size() * columns;
+    for (size_t t = 0; t < steps; ++t) {
+      masked[t] = ids[t] == kDead ? 1 : 0;  // §HASH.1 a masked position: gate 0 (§FUS.3)
+      for (size_t c = 0; c < columns; ++c) row_ids.push_back(all[t * per_position + layer * columns + c]);
+    }
+    return;
+  }
+  if (!in.contains("hash_ids")) throw Error(o.input + ": missing key 'hash_ids' (or give --ids)");
+  for (double v : Tensor(in, "hash_ids", {steps, columns}, o.input)) {
+    if (v != std::floor(v) || std::fabs(v) > 9.0e15) {
+      throw Error(o.input + ": hash_ids holds " + FloatHex(v) + ", not an integer row id");
+    }
+    row_ids.push_back(static_cast<int64_t>(v));
+  }
+  if (!in.contains("mask")) return;
+  const nlohmann::json& m = in.at("mask");
+  if (!m.is_array() || m.size() != steps) {
+    throw Error(o.input + ": 'mask' must be an array of " + std::to_string(steps) + " booleans");
+  }
+  for (size_t t = 0; t < steps; ++t) {
+    if (!m[t].is_boolean()) throw Error(o.input + ": mask[" + std::to_string(t) + "] is " + m[t].dump() + ", not a boolean");
+    masked[t] = m[t].get<bool>() ? 0 : 1;  // the official token_mask: false shuts the gate
+  }
+}
+
+// §FUS.11 the tolerance of out: 2 |m - r| + 2^-17 * max |r| over the
+// (position, stream) vector, per element.
+ojson OutTolerance(const std::vector<V41FloatPositionTrace>& r, const std::vector<V41FloatPositionTrace>& m,
+                   const V41FloatWeights& w) {
+  ojson tol = ojson::array();
+  for (size_t t = 0; t < r.size(); ++t) {
+    ojson pos = ojson::array();
+    for (size_t c = 0; c < w.hc; ++c) {
+      const std::vector<double>& ro = r[t].streams[c].out;
+      const std::vector<double>& mo = m[t].streams[c].out;
+      double max_abs = 0;
+      for (double v : ro) max_abs = std::max(max_abs, std::fabs(v));
+      ojson vec = ojson::array();
+      for (size_t i = 0; i < w.dim; ++i) vec.push_back(Num(2 * std::fabs(mo[i] - ro[i]) + std::ldexp(max_abs, -17)));
+      pos.push_back(vec);
+    }
+    tol.push_back(pos);
+  }
+  return tol;
+}
+
+// kv, gate and out of every position and stream of one trace.
+ojson TraceJson(const std::vector<V41FloatPositionTrace>& trace) {
+  ojson j, gates = ojson::array(), outs = ojson::array(), kvs = ojson::array();
+  for (const V41FloatPositionTrace& pos : trace) {
+    ojson g = ojson::array(), o = ojson::array(), kv = ojson::array();
+    for (const V41StreamTrace& st : pos.streams) {
+      g.push_back(Num(st.gate));
+      ojson vec = ojson::array();
+      for (double v : st.out) vec.push_back(Num(v));
+      o.push_back(vec);
+    }
+    for (double v : pos.kv) kv.push_back(Num(v));
+    gates.push_back(g);
+    outs.push_back(o);
+    kvs.push_back(kv);
+  }
+  j["kv"] = kvs;
+  j["gate"] = gates;
+  j["out"] = outs;
+  return j;
+}
+
 }  // namespace
 
 void AddForwardCommand(CLI::App& app) {
@@ -131,85 +260,15 @@ void AddForwardCommand(CLI::App& app) {
         throw Error("--layer: " + std::to_string(s->layer) + " is not an Engram layer of " + cfg.source);
       }
     }
-    V41FloatWeights w;
-    w.hc = static_cast<size_t>(cfg.hc_mult);
-    w.dim = static_cast<size_t>(cfg.hidden_size);
-    w.head_dim = static_cast<size_t>(cfg.head_dim);
-    w.columns = static_cast<size_t>(cfg.columns());
-    // §FUS.11 no silent precision change: every value is a float32, or is
-    // rounded to one and reported (stderr and "rounded_to_float32").
-    ojson rounded = ojson::object();
-    auto f32 = [&](std::vector<double> v, const std::string& key, const std::string& file) {
-      int64_t changed = 0;
-      std::string first;
-      for (size_t i = 0; i < v.size(); ++i) {
-        const double r = Round(v[i], Precision::kFloat32);
-        if (r != v[i]) {
-          if (changed++ == 0) {
-            std::ostringstream o;
-            o.precision(17);
-            o << key << " element " << i << ": " << v[i] << " -> " << r;
-            first = o.str();
-          }
-          v[i] = r;
-        }
-      }
-      if (changed > 0) {
-        rounded[key] = changed;
-        std::cerr << "engram forward: note: " << file << ": " << changed << " of " << v.size() << " values of '" << key
-                  << "' are not float32 values and were rounded to float32 (§FUS.11), the first: " << first << "\n";
-      }
-      return v;
-    };
-    const nlohmann::json wdoc = ReadJsonFile(s->weights, InputKind::kFusionInput);
-    if (!wdoc.is_object()) throw Error(s->weights + ": the weights must be a JSON object");
-    const size_t rows = Leading(wdoc, "embed.weight", s->weights);
-    w.table = f32(Tensor(wdoc, "embed.weight", {rows, w.head_dim}, s->weights), "embed.weight", s->weights);
-    w.wkv = f32(Tensor(wdoc, "wkv.weight", {(w.hc + 1) * w.dim, w.columns * w.head_dim}, s->weights), "wkv.weight",
-                s->weights);
-    w.q_weight = f32(Tensor(wdoc, "q_weight", {w.hc, w.dim}, s->weights), "q_weight", s->weights);
-    w.k_weight = f32(Tensor(wdoc, "k_weight", {w.hc, w.dim}, s->weights), "k_weight", s->weights);
-
+    Float32Reader f32;
+    const V41FloatWeights w = ReadWeights(s->weights, cfg, f32);
     const nlohmann::json in = ReadJsonFile(s->input, InputKind::kFusionInput);
     if (!in.is_object()) throw Error(s->input + ": the input must be a JSON object");
     const size_t steps = Leading(in, "x", s->input);
     const std::vector<double> x = f32(Tensor(in, "x", {steps, w.hc, w.dim}, s->input), "x", s->input);
     std::vector<int64_t> row_ids;
-    std::vector<uint8_t> masked(steps, 0);
-    if (s->ids_opt->count() > 0) {
-      if (in.contains("hash_ids")) throw Error(s->input + ": give the row ids as 'hash_ids' or --ids, not both");
-      const std::vector<int64_t> raw = ParseIntList(s->ids, "--ids");
-      if (raw.size() != steps) {
-        throw Error("--ids: " + std::to_string(raw.size()) + " ids but " + s->input + "'s x has " +
-                    std::to_string(steps) + " positions");
-      }
-      const std::vector<int64_t> ids = l.token_map ? CompressIds(l.layout, *l.token_map, raw) : raw;
-      if (!l.token_map) CheckCompressedIds(l.layout, ids);
-      const std::vector<int64_t> all = HashSequence(l.layout, ids);  // [t][layer][col]
-      const size_t per_position = l.layout.layers.size() * w.columns;
-      for (size_t t = 0; t < steps; ++t) {
-        masked[t] = ids[t] == kDead ? 1 : 0;  // §HASH.1 a masked position: gate 0 (§FUS.3)
-        for (size_t c = 0; c < w.columns; ++c) row_ids.push_back(all[t * per_position + layer * w.columns + c]);
-      }
-    } else {
-      if (!in.contains("hash_ids")) throw Error(s->input + ": missing key 'hash_ids' (or give --ids)");
-      for (double v : Tensor(in, "hash_ids", {steps, w.columns}, s->input)) {
-        if (v != std::floor(v) || std::fabs(v) > 9.0e15) {
-          throw Error(s->input + ": hash_ids holds " + FloatHex(v) + ", not an integer row id");
-        }
-        row_ids.push_back(static_cast<int64_t>(v));
-      }
-      if (in.contains("mask")) {
-        const nlohmann::json& m = in.at("mask");
-        if (!m.is_array() || m.size() != steps) {
-          throw Error(s->input + ": 'mask' must be an array of " + std::to_string(steps) + " booleans");
-        }
-        for (size_t t = 0; t < steps; ++t) {
-          if (!m[t].is_boolean()) throw Error(s->input + ": mask[" + std::to_string(t) + "] is " + m[t].dump() + ", not a boolean");
-          masked[t] = m[t].get<bool>() ? 0 : 1;  // the official token_mask: false shuts the gate
-        }
-      }
-    }
+    std::vector<uint8_t> masked;
+    RowIds(*s, l, in, layer, steps, w.columns, row_ids, masked);
     const std::vector<V41FloatPositionTrace> r =
         ForwardV41Float(w, row_ids, x, masked, steps, cfg.norm_eps, Precision::kFloat64);
     const std::vector<V41FloatPositionTrace> m =
@@ -223,7 +282,7 @@ void AddForwardCommand(CLI::App& app) {
     doc["hc"] = w.hc;
     doc["dim"] = w.dim;
     doc["eps"] = cfg.norm_eps;
-    doc["rounded_to_float32"] = rounded;
+    doc["rounded_to_float32"] = f32.rounded;
     ojson rows_json = ojson::array(), mask_json = ojson::array();
     for (size_t t = 0; t < steps; ++t) {
       rows_json.push_back(std::vector<int64_t>(row_ids.begin() + t * w.columns, row_ids.begin() + (t + 1) * w.columns));
@@ -231,43 +290,9 @@ void AddForwardCommand(CLI::App& app) {
     }
     doc["rows"] = rows_json;
     doc["masked"] = mask_json;
-    // §FUS.11 the tolerance of out: 2 |m - r| + 2^-17 * max |r| over the
-    // (position, stream) vector, per element.
-    ojson tol = ojson::array();
-    for (size_t t = 0; t < steps; ++t) {
-      ojson pos = ojson::array();
-      for (size_t c = 0; c < w.hc; ++c) {
-        const std::vector<double>& ro = r[t].streams[c].out;
-        const std::vector<double>& mo = m[t].streams[c].out;
-        double max_abs = 0;
-        for (double v : ro) max_abs = std::max(max_abs, std::fabs(v));
-        ojson vec = ojson::array();
-        for (size_t i = 0; i < w.dim; ++i) vec.push_back(Num(2 * std::fabs(mo[i] - ro[i]) + std::ldexp(max_abs, -17)));
-        pos.push_back(vec);
-      }
-      tol.push_back(pos);
-    }
-    for (const auto* trace : {&r, &m}) {
-      ojson j, gates = ojson::array(), outs = ojson::array(), kvs = ojson::array();
-      for (const V41FloatPositionTrace& pos : *trace) {
-        ojson g = ojson::array(), o = ojson::array(), kv = ojson::array();
-        for (const V41StreamTrace& st : pos.streams) {
-          g.push_back(Num(st.gate));
-          ojson vec = ojson::array();
-          for (double v : st.out) vec.push_back(Num(v));
-          o.push_back(vec);
-        }
-        for (double v : pos.kv) kv.push_back(Num(v));
-        gates.push_back(g);
-        outs.push_back(o);
-        kvs.push_back(kv);
-      }
-      j["kv"] = kvs;
-      j["gate"] = gates;
-      j["out"] = outs;
-      doc[trace == &r ? "float64" : "float32"] = j;
-    }
-    doc["out_tolerance"] = tol;
+    doc["float64"] = TraceJson(r);
+    doc["float32"] = TraceJson(m);
+    doc["out_tolerance"] = OutTolerance(r, m, w);
     Emit(doc, s->out);
   });
 }
