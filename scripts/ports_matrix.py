@@ -89,6 +89,7 @@ def measure(port, checkout, args, tmp):
                 rnd, secs = run_conform(args.engram, args.vectors, impl, suite, report,
                                         ["--random-only", "--random", str(args.random), "--seed", str(args.seed),
                                          "--max-random-failures", str(args.max_random_failures),
+                                         "--random-seconds", str(args.random_seconds),
                                          "--shrink-calls", str(args.shrink_calls)], args.timeout)
             except RuntimeError as e:  # the run could not start or stopped: say so in the row, go on
                 if "the suite has no random generator" in str(e):  # fp8_decode: its 768 fixed vectors are all inputs
@@ -129,6 +130,8 @@ def main():
     ap.add_argument("--vectors", default=os.path.join(ROOT, "vectors"))
     ap.add_argument("--python", default=os.environ.get("ENGRAM_PORTS_PYTHON", sys.executable))
     ap.add_argument("--random", type=int, default=10000, help="random cases per suite (issue 29: 10,000)")
+    ap.add_argument("--random-seconds", type=float, default=600,
+                    help="per suite, stop drawing after this many seconds (issue 29: 10,000 cases or 10 minutes)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--max-random-failures", type=int, default=5)
     ap.add_argument("--shrink-calls", type=int, default=200)
@@ -156,6 +159,7 @@ def main():
             saved = json.load(f)
         date, args.random, args.seed, args.max_random_failures = (saved["date"], saved["random"], saved["seed"],
                                                                    saved["maxRandomFailures"])
+        args.random_seconds = saved.get("randomSeconds", 0)  # 0: a measurement made without the time budget
         by_id = {p["id"]: p for p in ports}
         saved_ids = {pid for pid, *_ in saved["ports"]}
         saved["ports"] += [[p["id"], None, p["why"], []] for p in ports if p["kind"] == "none" and p["id"] not in saved_ids]
@@ -194,7 +198,8 @@ def main():
     out.append("")
     out.append(f"Measured {date} with `scripts/ports.sh CHECKOUTS_DIR` against the vectors in `vectors/` "
                f"(spec {json.load(open(os.path.join(args.vectors, 'v1/hash_v41.json')))['specVersion']}); random "
-               f"cases: `--random {args.random} --seed {args.seed}` per suite (generator random-v2), at most "
+               f"cases: `--random {args.random} --random-seconds {args.random_seconds:g} --seed {args.seed}` per suite (generator random-v2: "
+               f"{args.random} cases or {args.random_seconds:g} s, whichever comes first), at most "
                f"{args.max_random_failures} failing cases kept and shrunk per suite. Each port runs through its "
                "adapter in `conformance/ports/<port>/` (its README says what it claims, what it answers "
                "`unsupported` and why, and what it stubs); nothing of the port is changed.")
@@ -268,7 +273,7 @@ def main():
     if args.results:
         with open(args.results, "w", encoding="utf-8") as f:
             json.dump({"date": date, "random": args.random, "seed": args.seed,
-                       "maxRandomFailures": args.max_random_failures,
+                       "maxRandomFailures": args.max_random_failures, "randomSeconds": args.random_seconds,
                        "ports": [(p["id"], c, w, rows) for p, c, w, rows in measured]}, f, indent=1)
     text = "\n".join(out) + "\n"
     with open(args.out, "w", encoding="utf-8") as f:

@@ -70,6 +70,17 @@ std::shared_ptr<const DeepSeek4EngramHasher> PortHasher(const engram_layout& in)
   const size_t cols = static_cast<size_t>(l.columns());
   if (l.compressed_vocab_size > INT32_MAX) throw Error("V " + std::to_string(l.compressed_vocab_size) +
                                                        " is beyond lucebox's int32_t token map");
+  // The port takes raw tokenizer ids through its token map; the hash suites
+  // give compressed ids, so this glue hands it an identity map of V entries
+  // (4 bytes each). The random layouts draw V up to 2^31: an 8 GiB map for
+  // one case. Above 2^26 ids (256 MiB) the glue refuses, a limit of this
+  // adapter, not of the port (a real map has the tokenizer's ~130k entries).
+  constexpr int64_t kMaxIdentityMap = int64_t{1} << 26;
+  if (l.compressed_vocab_size > kMaxIdentityMap) {
+    throw Error("V " + std::to_string(l.compressed_vocab_size) + ": the adapter's identity token map would take " +
+                std::to_string(l.compressed_vocab_size * 4 >> 20) + " MiB; it refuses V above 2^26 (a limit of this "
+                "glue, which hands the port compressed ids as raw ids, not of lucebox)");
+  }
   if (l.pad > INT32_MAX) throw Error("pad beyond lucebox's int32_t pad_id");
   std::vector<int> layer_ids;
   std::vector<uint64_t> multipliers, primes, offsets, rows;
