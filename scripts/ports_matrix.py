@@ -7,6 +7,7 @@ A failure port.json does not explain is printed as UNEXPLAINED and makes the scr
 Called by scripts/ports.sh (which says how to run it); see docs/ports.md for what is measured.
 """
 import argparse
+import concurrent.futures
 import datetime
 import glob
 import json
@@ -58,69 +59,66 @@ def explain(port, key, detail):
     return text
 
 
-def measure(port, checkout, args, tmp):
-    impl = None
+def build_impl(port, checkout, args, tmp):
+    """The `engram conform` arguments that drive the port: its JSON-lines adapter, or its C-ABI plug-in built
+    against the checkout's own source."""
     if port["kind"] == "python":
-        impl = ["--exec", f"{shlex.quote(args.python)} {shlex.quote(os.path.join(ROOT, port['adapter']))} "
+        return ["--exec", f"{shlex.quote(args.python)} {shlex.quote(os.path.join(ROOT, port['adapter']))} "
                           f"--checkout {shlex.quote(checkout)}"]
-    else:
-        lib = os.path.join(tmp, f"{port['id']}.so")
-        r = subprocess.run([os.path.join(ROOT, port["build"]), checkout, lib], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"{port['build']} {checkout}: exit {r.returncode}\n{r.stderr[-2000:]}")
-        impl = ["--lib", lib]
-    rows, problems = [], []
-    for suite in port["suites"]:
-        report = os.path.join(tmp, f"{port['id']}-{suite}-fixed.json")
-        fixed, secs_fixed = run_conform(args.engram, args.vectors, impl, suite, report, [], args.timeout)
-        counts = fixed["suites"][suite]
-        failures = []
-        for r in fixed["results"]:
-            if r["suite"] == suite and r["status"] == "fail":
-                key = f"{suite}:{r['tcId']}"
-                why = explain(port, key, r.get("detail", ""))
-                if why is None:
-                    problems.append(f"{port['id']} {key}: UNEXPLAINED {r['reason']}: {r.get('detail', '')[:300]}")
-                failures.append((r["tcId"], r["reason"], why or "UNEXPLAINED", r.get("detail", "")[:500]))
-        random_row = {"run": 0, "failed": 0, "shrunk": [], "seconds": 0.0}
-        if args.random > 0:
-            report = os.path.join(tmp, f"{port['id']}-{suite}-random.json")
-            try:
-                rnd, secs = run_conform(args.engram, args.vectors, impl, suite, report,
-                                        ["--random-only", "--random", str(args.random), "--seed", str(args.seed),
-                                         "--max-random-failures", str(args.max_random_failures),
-                                         "--random-seconds", str(args.random_seconds),
-                                         "--shrink-calls", str(args.shrink_calls)], args.timeout)
-            except RuntimeError as e:  # the run could not start or stopped: say so in the row, go on
-                if "the suite has no random generator" in str(e):  # fp8_decode: its 768 fixed vectors are all inputs
-                    rows.append({"suite": suite, "passed": counts["passed"], "failed": counts["failed"],
-                                 "skipped": counts["skipped"], "failures": failures, "seconds": secs_fixed,
-                                 "random": {"run": "no generator", "failed": "", "skipped": "", "shrunk": [],
-                                            "seconds": 0.0}})
-                    continue
-                problems.append(f"{port['id']} {suite} random: the run did not complete: {str(e)[-300:]}")
-                rows.append({"suite": suite, "passed": counts["passed"], "failed": counts["failed"],
-                             "skipped": counts["skipped"], "failures": failures, "seconds": secs_fixed,
-                             "random": {"run": "error", "failed": "error", "shrunk": [], "seconds": 0.0,
-                                        "error": str(e)[-300:]}})
-                continue
-            s = (rnd.get("random") or {}).get("suites", {}).get(suite, {})
-            c = rnd.get("suites", {}).get("random:" + suite, {})
-            # run: the cases the port answered (passed or failed); skipped: answered `unsupported`; the cases of
-            # a profile the port does not claim are not asked at all
-            random_row = {"run": c.get("passed", 0) + c.get("failed", 0), "failed": c.get("failed", 0),
-                          "skipped": c.get("skipped", 0), "drawn": s.get("drawn", 0),
-                          "shrunk": s.get("shrunk", []), "seconds": secs}
-            for case in random_row["shrunk"]:
-                why = port.get("randomFailures", {}).get(suite, {}).get(case["reason"])
-                if why is None:
-                    problems.append(f"{port['id']} {suite} random case {case['case']}: UNEXPLAINED {case['reason']} "
-                                    f"(shrunk to {case['after']})")
-                case["why"] = why or "UNEXPLAINED"
-        rows.append({"suite": suite, "passed": counts["passed"], "failed": counts["failed"],
-                     "skipped": counts["skipped"], "failures": failures, "random": random_row,
-                     "seconds": secs_fixed})
-    return rows, problems
+    lib = os.path.join(tmp, f"{port['id']}.so")
+    r = subprocess.run([os.path.join(ROOT, port["build"]), checkout, lib], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{port['build']} {checkout}: exit {r.returncode}\n{r.stderr[-2000:]}")
+    return ["--lib", lib]
+
+
+def measure_suite(port, impl, suite, args, tmp):
+    """One row: the suite's fixed vectors, then its random cases. Returns (row, problems)."""
+    problems = []
+    report = os.path.join(tmp, f"{port['id']}-{suite}-fixed.json")
+    fixed, secs_fixed = run_conform(args.engram, args.vectors, impl, suite, report, [], args.timeout)
+    counts = fixed["suites"][suite]
+    failures = []
+    for r in fixed["results"]:
+        if r["suite"] == suite and r["status"] == "fail":
+            key = f"{suite}:{r['tcId']}"
+            why = explain(port, key, r.get("detail", ""))
+            if why is None:
+                problems.append(f"{port['id']} {key}: UNEXPLAINED {r['reason']}: {r.get('detail', '')[:300]}")
+            failures.append((r["tcId"], r["reason"], why or "UNEXPLAINED", r.get("detail", "")[:500]))
+    row = {"suite": suite, "passed": counts["passed"], "failed": counts["failed"], "skipped": counts["skipped"],
+           "failures": failures, "seconds": secs_fixed,
+           "random": {"run": 0, "failed": 0, "shrunk": [], "seconds": 0.0}}
+    if args.random <= 0:
+        return row, problems
+    report = os.path.join(tmp, f"{port['id']}-{suite}-random.json")
+    try:
+        rnd, secs = run_conform(args.engram, args.vectors, impl, suite, report,
+                                ["--random-only", "--random", str(args.random), "--seed", str(args.seed),
+                                 "--max-random-failures", str(args.max_random_failures),
+                                 "--random-seconds", str(args.random_seconds),
+                                 "--shrink-calls", str(args.shrink_calls)], args.timeout)
+    except RuntimeError as e:  # the run could not start or stopped: say so in the row, go on
+        if "the suite has no random generator" in str(e):  # fp8_decode: its 768 fixed vectors are all inputs
+            row["random"] = {"run": "no generator", "failed": "", "skipped": "", "shrunk": [], "seconds": 0.0}
+            return row, problems
+        problems.append(f"{port['id']} {suite} random: the run did not complete: {str(e)[-300:]}")
+        row["random"] = {"run": "error", "failed": "error", "shrunk": [], "seconds": 0.0, "error": str(e)[-300:]}
+        return row, problems
+    s = (rnd.get("random") or {}).get("suites", {}).get(suite, {})
+    c = rnd.get("suites", {}).get("random:" + suite, {})
+    # run: the cases the port answered (passed or failed); skipped: answered `unsupported`; the cases of
+    # a profile the port does not claim are not asked at all
+    row["random"] = {"run": c.get("passed", 0) + c.get("failed", 0), "failed": c.get("failed", 0),
+                     "skipped": c.get("skipped", 0), "drawn": s.get("drawn", 0),
+                     "shrunk": s.get("shrunk", []), "seconds": secs}
+    for case in row["random"]["shrunk"]:
+        why = port.get("randomFailures", {}).get(suite, {}).get(case["reason"])
+        if why is None:
+            problems.append(f"{port['id']} {suite} random case {case['case']}: UNEXPLAINED {case['reason']} "
+                            f"(shrunk to {case['after']})")
+        case["why"] = why or "UNEXPLAINED"
+    return row, problems
 
 
 def main():
@@ -136,6 +134,8 @@ def main():
     ap.add_argument("--max-random-failures", type=int, default=5)
     ap.add_argument("--shrink-calls", type=int, default=200)
     ap.add_argument("--timeout", type=float, default=30)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                    help="rows (port, suite) measured side by side (default: the number of CPUs)")
     ap.add_argument("--only", nargs="*", help="port ids to run (default: all)")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs/ports.md"))
     ap.add_argument("--results", help="also write the raw measurements here (JSON)")
@@ -176,19 +176,29 @@ def main():
             measured.append((port, commit, why_not, rows))
         ports = []
     with tempfile.TemporaryDirectory() as tmp:
-        for port in ports:
-            if port["kind"] == "none":  # a listed port without an adapter yet: say so, measure nothing
-                measured.append((port, None, port["why"], []))
-                continue
-            checkout = os.path.abspath(os.path.join(args.checkouts, port["checkout"]))
-            if not all(os.path.exists(os.path.join(checkout, f)) for f in port["files"]):
-                measured.append((port, None, f"no checkout with {', '.join(port['files'])} under {checkout}", []))
-                print(f"ports: {port['id']}: not measured (no checkout at {checkout})", file=sys.stderr)
-                continue
-            print(f"ports: {port['id']}: measuring {checkout}", file=sys.stderr)
-            rows, problems = measure(port, checkout, args, tmp)
-            all_problems += problems
-            measured.append((port, commit_of(checkout), None, rows))
+        # Every (port, suite) row is an independent `engram conform` run (its own adapter process): --jobs of
+        # them run side by side, and the rows are written in the order of port.json whatever order they end in.
+        jobs = []  # (index into measured, suite future list)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            for port in ports:
+                if port["kind"] == "none":  # a listed port without an adapter yet: say so, measure nothing
+                    measured.append((port, None, port["why"], []))
+                    continue
+                checkout = os.path.abspath(os.path.join(args.checkouts, port["checkout"]))
+                if not all(os.path.exists(os.path.join(checkout, f)) for f in port["files"]):
+                    measured.append((port, None, f"no checkout with {', '.join(port['files'])} under {checkout}", []))
+                    print(f"ports: {port['id']}: not measured (no checkout at {checkout})", file=sys.stderr)
+                    continue
+                print(f"ports: {port['id']}: measuring {checkout}", file=sys.stderr)
+                impl = build_impl(port, checkout, args, tmp)
+                futures = [pool.submit(measure_suite, port, impl, suite, args, tmp) for suite in port["suites"]]
+                jobs.append((len(measured), futures))
+                measured.append((port, commit_of(checkout), None, []))
+            for index, futures in jobs:
+                for future in futures:
+                    row, problems = future.result()
+                    measured[index][3].append(row)
+                    all_problems += problems
 
     out = []
     out.append("# The public ports, measured")

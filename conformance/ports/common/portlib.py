@@ -180,6 +180,7 @@ def main(adapter_class, description):
 
 
 IDENTITY_FULL_MAX = 1 << 22  # V up to this: the whole identity map of V ids is built
+IDENTITY_PREFIX_MAX = 1 << 24  # beyond IDENTITY_FULL_MAX, the longest prefix built (128 MiB of int64)
 
 
 def test_ids(test):
@@ -209,10 +210,16 @@ def identity_map(v, ids, pad):
     entry holding the compressed pad (the raw pad id is then `prefix`). V up to IDENTITY_FULL_MAX: the whole
     identity of V ids, raw pad = pad, so an id >= V meets the port's own bounds check. Beyond (random layouts
     draw V up to 2^31, and the pad is often V - 1): the prefix the test's ids need plus the pad entry, which
-    gives the same answers for every id < V; a test with an id >= V and such a V is unsupported."""
+    gives the same answers for every id < V; a test with an id >= V, or an id >= IDENTITY_PREFIX_MAX (2^24: the
+    prefix is a dense int64 tensor), and such a V is unsupported."""
     if v <= IDENTITY_FULL_MAX:
         return max(v, 0), pad
     if any(i >= v for i in ids):
         raise Unsupported(f"an id >= V = {v}: the port's bounds check would need an identity map of {v} ids")
     need = max([i for i in ids if i >= 0], default=-1) + 1
+    if need > IDENTITY_PREFIX_MAX:
+        # The map is a dense int64 tensor the port indexes: an id near 2^31 would need gigabytes (the full run of
+        # 2026-12-03 crashed or timed out on such cases); a tokenizer's raw ids stay below 2^18.
+        raise Unsupported(f"an id of {need - 1} with V = {v}: the port maps raw ids through a dense table, and "
+                          f"the adapter's identity prefix of {need} ids would take {8 * need} bytes")
     return need, need
