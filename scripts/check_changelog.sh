@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # "<commit> <specVersion>" of every released set before the committed one, oldest first.
-released=("63af6cf 0.1.0" "4ab6283 0.2.0")
+released=("63af6cf 0.1.0" "4ab6283 0.2.0" "fd369e8 0.3.0")
 if ! git rev-parse -q --verify "63af6cf^{commit}" >/dev/null 2>&1; then
   echo "check_changelog: skipped: commit 63af6cf (the released 0.1.0 vectors) is not in this clone (shallow?)" >&2
   exit 0
