@@ -7,7 +7,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 debs=(build-essential cmake g++ git pkg-config libgtest-dev librapidcheck-dev nlohmann-json3-dev libicu-dev
       libcli11-dev libssl-dev python3 python3-venv doxygen graphviz libjs-mathjax clang libclang-rt-dev
-      dpkg-dev ccache libvalijson-dev slurm-wlm munge)  # dpkg-dev: dpkg-shlibdeps, for the .deb of scripts/test_packaging.sh;
+      dpkg-dev ccache ninja-build libvalijson-dev slurm-wlm munge)  # ninja-build: the presets' generator;
+                        # dpkg-dev: dpkg-shlibdeps, for the .deb of scripts/test_packaging.sh;
                         # ccache: the compiler cache CMakeLists.txt uses when it is installed;
                         # libvalijson-dev: the JSON Schema validator of engram conform (§CONF.4)
                         # slurm-wlm, munge: the single-node Slurm of scripts/slurm_stage.sh (a real job

@@ -20,7 +20,11 @@ python3 -m venv "$venv"
 # temporary directory each time). The CMake tree is build/python-<wheel tag> (pyproject.toml build-dir).
 "$venv/bin/pip" install --quiet --disable-pip-version-check pytest numpy scikit-build-core nanobind
 deps=$(date +%s)
-"$venv/bin/pip" install --quiet --disable-pip-version-check --no-build-isolation .
+# The release build's C++ compiler, by the same name: ccache keys an object on the compiler's name too (c++ and
+# g++ are one program but two keys), so that the wheel is served the release build's objects of the libraries
+# (same flags: pyproject.toml) and compiles only its own (python/src, nanobind).
+cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:FILEPATH=//p' build/release/CMakeCache.txt 2>/dev/null || true)
+CXX="${CXX:-${cxx:-c++}}" "$venv/bin/pip" install --quiet --disable-pip-version-check --no-build-isolation .
 built=$(date +%s)
 echo "python: fresh venv and its requirements $((deps - start)) s, wheel built and installed $((built - deps)) s"
 # Run from outside the source tree, so that `import engram` is the installed package.

@@ -134,4 +134,21 @@ void GenerateAll(const std::filesystem::path& out, const std::filesystem::path& 
   WriteVectorsDir(out, SuiteNames(), GenerateSuite, schema_dir, log);
 }
 
+void GenerateSuites(const std::filesystem::path& out, const std::vector<std::string>& suites,
+                    const std::filesystem::path& schema_dir, std::ostream& log) {
+  const std::vector<std::string> all = SuiteNames();
+  for (const std::string& name : suites) {
+    if (std::find(all.begin(), all.end(), name) == all.end()) {
+      std::string known;
+      for (const std::string& n : all) known += (known.empty() ? "" : ", ") + n;
+      throw Error("vectors generate: unknown suite '" + name + "' (the suites: " + known + ")");
+    }
+  }
+  std::vector<std::string> names;
+  for (const std::string& name : all) {
+    if (std::find(suites.begin(), suites.end(), name) != suites.end()) names.push_back(name);
+  }
+  WriteVectorsDir(out, names, GenerateSuite, schema_dir, log);
+}
+
 }  // namespace engram::vectors

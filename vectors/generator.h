@@ -43,6 +43,13 @@ std::string Serialize(const ojson& doc);
 // removed again (what existed before is left). Progress goes to `log`.
 void GenerateAll(const std::filesystem::path& out, const std::filesystem::path& schema_dir, std::ostream& log);
 
+// The same for the named suites only (each once, in generation order; an
+// unknown name throws engram::Error before anything is written): the manifest
+// then lists those suites and the schemas, a directory `vectors verify` and
+// `engram conform --suite` accept for them.
+void GenerateSuites(const std::filesystem::path& out, const std::vector<std::string>& suites,
+                    const std::filesystem::path& schema_dir, std::ostream& log);
+
 // §VEC.5 The same for any documents: OUT/v1/<name>.json per name, the
 // schema copies and the manifest, atomically (nothing is left behind when it
 // fails). Used for the shrunk failures of a random run (§CONF.7).

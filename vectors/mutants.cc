@@ -93,6 +93,14 @@ std::vector<int64_t> MutantRows(Mutant m, const Layout& layout, const std::vecto
   return rows;
 }
 
+bool MutantRowsEqualReference(Mutant m, const Layout& layout) {
+  if (m != Mutant::kRowIdUint32) return false;
+  for (const LayerLayout& l : layout.layers) {
+    if (l.num_embeddings > (int64_t{1} << 32)) return false;  // a row id can reach 2^32
+  }
+  return true;
+}
+
 // ---------------------------------------------------------------------------
 // Storage: the E8M0 bit-shift decode (spec/vectors.md §VEC.12, spec/storage.md §STO.2).
 

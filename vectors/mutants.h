@@ -51,6 +51,10 @@ Layout MutantLayout(Mutant m, const Layout& layout, int64_t seed);
 // emit rows only from index `emit_from`).
 std::vector<int64_t> MutantRows(Mutant m, const Layout& layout, const std::vector<int64_t>& ids,
                                 int64_t first_position = 0, size_t emit_from = 0);
+// Whether MutantRows(m, layout, ...) equals the reference's rows for every id sequence, decided from the
+// layout alone: kRowIdUint32 when every row id is below 2^32 (a layer's row ids lie below its
+// num_embeddings, §LAY.3), as on DeepSeek-V4.1-Flash. False for every other mutant (not decided here).
+bool MutantRowsEqualReference(Mutant m, const Layout& layout);
 
 // §STO.2 An E8M0 scale as the mutant decodes it (kE8M0BitShift: the float32
 // whose bits are s << 23, so 0x00 -> 0.0 and 0xFF -> +inf; 1 ... 254 agree

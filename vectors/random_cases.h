@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,6 +32,9 @@
 #include "vectors/generator.h"
 
 namespace engram::vectors {
+
+// The largest int64, the top of many draws (ids, V, seeds, excesses).
+inline constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
 // §CONF.7 The version of the case generators: cases of the same seed are the
 // same, byte for byte, for the same (kSpecVersion, kRandomVersion).

@@ -294,9 +294,8 @@ RandomCase BuildForwardCached(const ojson& r) { return Cached(r, BuildForward); 
 
 namespace engram::vectors {
 
-using namespace random_fusion;
-
 RandomSuite RandomEngramForward() {
+  using namespace random_fusion;  // in the body: the library builds in unity batches (CMakeLists.txt)
   auto draw = [](uint64_t seed, int64_t index) {
     static const std::vector<Kind> kinds = {{1, DrawForward, BuildForward}};
     return DrawOf("engram_forward", kinds, seed, index);

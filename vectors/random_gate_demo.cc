@@ -99,9 +99,8 @@ std::vector<ojson> ShrinkGateDemo(const ojson& r) {
 
 namespace engram::vectors {
 
-using namespace random_fusion;
-
 RandomSuite RandomGateDemo() {
+  using namespace random_fusion;  // in the body: the library builds in unity batches (CMakeLists.txt)
   // GateFunctionTest 1 in 3, DemoGateTest 2 in 3.
   auto draw = [](uint64_t seed, int64_t index) {
     static const std::vector<Kind> kinds = {{1, DrawDot, BuildGateDemoUncached}, {2, DrawDemoGate, BuildGateDemoUncached}};

@@ -220,9 +220,8 @@ std::vector<ojson> ShrinkGateV41(const ojson& r) {
 
 namespace engram::vectors {
 
-using namespace random_fusion;
-
 RandomSuite RandomGateV41() {
+  using namespace random_fusion;  // in the body: the library builds in unity batches (CMakeLists.txt)
   // GateFunctionTest 1 in 3, V41GateTest 1 in 2, WkvTest 1 in 6.
   auto draw = [](uint64_t seed, int64_t index) {
     static const std::vector<Kind> kinds = {

@@ -45,7 +45,6 @@
 namespace engram::vectors {
 namespace {
 
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 const char* const kBreaksV41[] = {"shortHistory", "longHistory", "idBeyondV", "negativeId", "otherLayout", "negativePosition"};
 const char* const kBreaksDemo[] = {"shortHistory", "longHistory", "idBeyondV", "otherLayout", "negativePosition"};
 

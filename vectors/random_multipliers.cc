@@ -20,7 +20,6 @@ namespace {
 __extension__ typedef __int128 int128;  // the sums of a width and a bound
 
 constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 const uint128_t kTwo63 = static_cast<uint128_t>(1) << 63;
 
 ojson HighJson(uint128_t high) {  // §VEC.5 high may be 2^63, one more than int64 holds

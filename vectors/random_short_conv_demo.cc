@@ -107,9 +107,8 @@ RandomCase BuildShortConvCached(const ojson& r) { return Cached(r, BuildShortCon
 
 namespace engram::vectors {
 
-using namespace random_fusion;
-
 RandomSuite RandomShortConv() {
+  using namespace random_fusion;  // in the body: the library builds in unity batches (CMakeLists.txt)
   auto draw = [](uint64_t seed, int64_t index) {
     static const std::vector<Kind> kinds = {{1, DrawShortConv, BuildShortConv}};
     return DrawOf("short_conv_demo", kinds, seed, index);

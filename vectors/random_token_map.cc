@@ -67,7 +67,6 @@
 namespace engram::vectors {
 namespace {
 
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
 // ------------------------------------------------------------------ bytes and hex
 

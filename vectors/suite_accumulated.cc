@@ -33,7 +33,12 @@ std::string Digest(const Layout& layout, uint64_t seed, int64_t n) {
 // first difference therefore decides the flag of every N at once, and for a
 // mutant that differs early it reads a few thousand positions instead of
 // 10^7 for each N.
+//
+// A mutant that equals the reference on this layout by construction (RowIdUint32 on tables below 2^32
+// rows: MutantRowsEqualReference) never differs: its walk of 10^7 positions took half of this suite's
+// generation time, for the answer n.
 int64_t FirstMutantDifference(Mutant m, const Layout& layout, const Layout& mutant_layout, uint64_t seed, int64_t n) {
+  if (MutantRowsEqualReference(m, mutant_layout)) return n;
   HashState state(layout);
   std::vector<int64_t> context;
   const size_t keep = static_cast<size_t>(mutant_layout.max_ngram - 1);
@@ -71,7 +76,7 @@ int64_t FirstMutantDifference(Mutant m, const Layout& layout, const Layout& muta
   return n;
 }
 
-ojson Generate() {
+ojson GenerateAccumulated() {
   SuiteBuilder b("accumulated", "accumulated.schema.json", "ENGRAM-ACCUMULATED");
   b.Header("Accumulated vectors (§CONF.5): the stream of §CONF.5 hashed as one sequence from its start; sha256 is the");
   b.Header("SHA-256 over every row id in output order, each as int64 little-endian. Protocol op: accumulate.");
@@ -107,13 +112,13 @@ ojson Generate() {
   return b.Finish();
 }
 
-void Check(Checker& c, const json& group, const json& t) {
+void CheckAccumulated(Checker& c, const json& group, const json& t) {
   const Layout layout = GroupLayout(group);
   c.Expect(t, "sha256", Digest(layout, t.at("seed").get<uint64_t>(), t.at("n").get<int64_t>()));
 }
 
 }  // namespace
 
-SuiteDef AccumulatedSuite() { return {"accumulated", "accumulated.schema.json", Generate, {{"AccumulatedHashTest", Check}}}; }
+SuiteDef AccumulatedSuite() { return {"accumulated", "accumulated.schema.json", GenerateAccumulated, {{"AccumulatedHashTest", CheckAccumulated}}}; }
 
 }  // namespace engram::vectors

@@ -422,9 +422,12 @@ std::map<std::string, TestVerifier> FusionVerifiers() {
 
 namespace engram::vectors {
 
-using namespace fusion;
+// The definitions below use the helpers above (namespace fusion) by a using-directive in each body, not at
+// namespace scope: the library is compiled in unity batches (CMakeLists.txt engram_batches), where a
+// namespace-scope directive would reach the files that follow in the batch.
 
 ojson FusionExpected(const json& group, const json& test) {
+  using namespace fusion;
   const std::string type = group.at("type");
   if (type == "GateFunctionTest") return ComputeGateFunction(group, test, std::nullopt);
   if (type == "V41GateTest") return ComputeV41Gate(group, test, std::nullopt);
@@ -439,6 +442,7 @@ ojson FusionExpected(const json& group, const json& test) {
 }
 
 ojson FusionTolerance(const std::string& type, const std::string& profile) {
+  using namespace fusion;
   if (type == "GateFunctionTest") return GateGroupTolerance();
   if (type == "V41GateTest") return V41GateGroup("", 1, 1, 0)["tolerance"];
   if (type == "WkvTest") return ToleranceJson({{"kv", FaithfulRule()}});
@@ -460,11 +464,13 @@ ojson FusionTolerance(const std::string& type, const std::string& profile) {
 }
 
 ojson V41GateGroupJson(const std::string& comment, size_t dim, size_t hc, double eps) {
+  using namespace fusion;
   return V41GateGroup(comment, dim, hc, eps);
 }
 
 void AddDemoParamArrays(ojson& g, size_t hc, size_t hidden, size_t in, size_t kernel, size_t dilation,
                    const std::function<std::vector<double>(const std::string& key, size_t n)>& values) {
+  using namespace fusion;
   // One statement per array: the order of the draws is the key order.
   g["hc"] = hc;
   g["hidden"] = hidden;

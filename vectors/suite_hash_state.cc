@@ -273,7 +273,7 @@ void AddMidSequenceGroup(SuiteBuilder& b, const HandoffGroup& h) {
          {"§HASH.5", "§HASH.9"}, {{"sequences", seqs}, {"result", "valid"}, {"microBatches", batches}});
 }
 
-ojson Generate() {
+ojson GenerateHashState() {
   SuiteBuilder b("hash_state", "hash_state.schema.json", "ENGRAM-HASH-STATE");
   AddHashStateNotes(b);
   const std::vector<GroupSpec> groups = {
@@ -339,7 +339,7 @@ void CheckSegment(Checker& c, const Layout& layout, const std::string& fingerpri
   c.Same(t, where + ": historyOut", seg.at("historyOut"), json::parse(HistoryJson(out).dump()));
 }
 
-void Check(Checker& c, const json& group, const json& t) {
+void CheckHandoffTest(Checker& c, const json& group, const json& t) {
   const Layout layout = GroupLayout(group);
   const std::string fingerprint = LayoutFingerprint(layout);
   c.Same(t, "group layoutFingerprint", group.at("layoutFingerprint"), fingerprint);
@@ -379,7 +379,7 @@ void Check(Checker& c, const json& group, const json& t) {
 }  // namespace
 
 SuiteDef HashStateSuite() {
-  return {"hash_state", "hash_state.schema.json", Generate, {{"HashHandoffTest", Check}}};
+  return {"hash_state", "hash_state.schema.json", GenerateHashState, {{"HashHandoffTest", CheckHandoffTest}}};
 }
 
 }  // namespace engram::vectors

@@ -111,7 +111,7 @@ struct Options {
   int64_t preview = 4;
 };
 
-std::string Num(double x) {
+std::string Short(double x) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6g", x);
   return buf;
@@ -438,7 +438,7 @@ void PrintSummary(std::ostringstream& os, const Explained& x, uint64_t table_see
       os << Pad(std::to_string(p), 4);
       for (size_t li = 0; li < layout.layers.size(); ++li) {
         os << "   layer " << layout.layers[li].layer_id << ":";
-        for (double g : x.extra[p][li].gates) os << " " << Pad(Num(g), 10, false);
+        for (double g : x.extra[p][li].gates) os << " " << Pad(Short(g), 10, false);
       }
       os << "\n";
     }
@@ -475,7 +475,7 @@ void PrintDetail(std::ostringstream& os, const Explained& x, size_t p) {
          << Pad(std::to_string(t.rows[li][cu]), 12);
       if (values) {
         os << "   ";
-        for (double v : x.extra[p][li].preview[cu]) os << " " << Pad(Num(v), 11);
+        for (double v : x.extra[p][li].preview[cu]) os << " " << Pad(Short(v), 11);
       }
       os << "\n";
     }

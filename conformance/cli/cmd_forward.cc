@@ -85,8 +85,6 @@ size_t Leading(const nlohmann::json& doc, const std::string& key, const std::str
   throw Error(file + ": '" + key + "' must be a nested array or {\"shape\": [...], \"data\": [...]}");
 }
 
-ojson Num(double x) { return std::isfinite(x) ? ojson(x) : ojson(FloatHex(x)); }
-
 struct ForwardOptions {
   Inputs in;
   std::string weights, input, ids, out;
@@ -194,7 +192,7 @@ ojson OutTolerance(const std::vector<V41FloatPositionTrace>& r, const std::vecto
       double max_abs = 0;
       for (double v : ro) max_abs = std::max(max_abs, std::fabs(v));
       ojson vec = ojson::array();
-      for (size_t i = 0; i < w.dim; ++i) vec.push_back(Num(2 * std::fabs(mo[i] - ro[i]) + std::ldexp(max_abs, -17)));
+      for (size_t i = 0; i < w.dim; ++i) vec.push_back(JsonNumber(2 * std::fabs(mo[i] - ro[i]) + std::ldexp(max_abs, -17)));
       pos.push_back(vec);
     }
     tol.push_back(pos);
@@ -208,12 +206,12 @@ ojson TraceJson(const std::vector<V41FloatPositionTrace>& trace) {
   for (const V41FloatPositionTrace& pos : trace) {
     ojson g = ojson::array(), o = ojson::array(), kv = ojson::array();
     for (const V41StreamTrace& st : pos.streams) {
-      g.push_back(Num(st.gate));
+      g.push_back(JsonNumber(st.gate));
       ojson vec = ojson::array();
-      for (double v : st.out) vec.push_back(Num(v));
+      for (double v : st.out) vec.push_back(JsonNumber(v));
       o.push_back(vec);
     }
-    for (double v : pos.kv) kv.push_back(Num(v));
+    for (double v : pos.kv) kv.push_back(JsonNumber(v));
     gates.push_back(g);
     outs.push_back(o);
     kvs.push_back(kv);

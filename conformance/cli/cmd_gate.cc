@@ -72,16 +72,14 @@ ojson Nest(const std::vector<double>& v, size_t inner) {
   return out;
 }
 
-// JSON has no NaN/inf: non-finite values print as the strings "nan", "inf", "-inf".
-ojson Num(double x) { return std::isfinite(x) ? ojson(x) : ojson(FloatHex(x)); }
 ojson Nums(const std::vector<double>& v) {
   ojson a = ojson::array();
-  for (double x : v) a.push_back(Num(x));
+  for (double x : v) a.push_back(JsonNumber(x));
   return a;
 }
 
 ojson GateJson(const GateParts& g) {
-  return {{"clamped", Num(g.clamped)}, {"root", Num(g.root)}, {"signed_root", Num(g.signed_root)}};
+  return {{"clamped", JsonNumber(g.clamped)}, {"root", JsonNumber(g.root)}, {"signed_root", JsonNumber(g.signed_root)}};
 }
 
 ojson RunV41(const nlohmann::json& in, const std::string& file, double eps) {
@@ -132,11 +130,11 @@ ojson RunV41(const nlohmann::json& in, const std::string& file, double eps) {
       V41StreamTrace t = FuseV41Stream(part(x), part(key), value, part(qw), part(kw), eps, masked, p);
       std::vector<double> out_bf16;
       for (uint16_t b : t.out_bf16) out_bf16.push_back(Bf16Value(b));
-      ojson j = {{"mean_h2", Num(t.mean_h2)}, {"rstd_h", Num(t.rstd_h)}, {"mean_k2", Num(t.mean_k2)},
-                 {"rstd_k", Num(t.rstd_k)},   {"rstd", Num(t.rstd)},     {"sum_hwk", Num(t.sum_hwk)},
-                 {"dot", Num(t.dot)},         {"dot_hex", FloatHex(t.dot)}};
+      ojson j = {{"mean_h2", JsonNumber(t.mean_h2)}, {"rstd_h", JsonNumber(t.rstd_h)}, {"mean_k2", JsonNumber(t.mean_k2)},
+                 {"rstd_k", JsonNumber(t.rstd_k)},   {"rstd", JsonNumber(t.rstd)},     {"sum_hwk", JsonNumber(t.sum_hwk)},
+                 {"dot", JsonNumber(t.dot)},         {"dot_hex", FloatHex(t.dot)}};
       j["gate_parts"] = GateJson(t.gate_parts);
-      j["gate"] = Num(t.gate);
+      j["gate"] = JsonNumber(t.gate);
       j["gate_hex"] = FloatHex(t.gate);
       j["out"] = Nums(t.out);
       j["out_bf16"] = Nums(out_bf16);
@@ -184,12 +182,12 @@ ojson RunDemo(const nlohmann::json& in, const std::string& file, size_t kernel, 
     for (size_t t = 0; t < steps; ++t) {
       ojson pos = ojson::array();
       for (const DemoStreamTrace& s : f.tokens[t].streams) {
-        pos.push_back({{"rstd_key", Num(s.normed_key.rstd)},
-                       {"rstd_query", Num(s.normed_query.rstd)},
-                       {"sum", Num(s.sum)},
-                       {"g", Num(s.g)},
+        pos.push_back({{"rstd_key", JsonNumber(s.normed_key.rstd)},
+                       {"rstd_query", JsonNumber(s.normed_query.rstd)},
+                       {"sum", JsonNumber(s.sum)},
+                       {"g", JsonNumber(s.g)},
                        {"gate_parts", GateJson(s.gate_parts)},
-                       {"gate", Num(s.gate)},
+                       {"gate", JsonNumber(s.gate)},
                        {"gate_hex", FloatHex(s.gate)}});
       }
       j["positions"].push_back(pos);

@@ -10,6 +10,7 @@
 
 #include "base/fileio.h"
 #include "base/error.h"
+#include "reference/fusion.h"
 
 namespace engram::cli {
 
@@ -254,5 +255,7 @@ void Emit(const ojson& doc, const std::string& out_path) {
     WriteFileAtomic(out_path, text);
   }
 }
+
+ojson JsonNumber(double x) { return std::isfinite(x) ? ojson(x) : ojson(FloatHex(x)); }
 
 }  // namespace engram::cli

@@ -81,6 +81,10 @@ std::vector<std::string> ExpandEmptyValues(int argc, const char* const* argv);
 // "non_standard": what the configuration stated.
 void Emit(const ojson& doc, const std::string& out_path);
 
+// A double as JSON: a finite value as a number, a non-finite one (JSON has no NaN or inf) as its hex-float
+// string, "nan", "inf" or "-inf" (reference/fusion.h FloatHex).
+ojson JsonNumber(double x);
+
 // The subcommands; each registers itself on `app` with its own callback.
 void AddLayoutCommand(CLI::App& app);
 void AddHashCommand(CLI::App& app);
