@@ -7,7 +7,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 debs=(build-essential cmake g++ git pkg-config libgtest-dev librapidcheck-dev nlohmann-json3-dev libicu-dev
       libcli11-dev libssl-dev python3 python3-venv doxygen graphviz libjs-mathjax clang libclang-rt-dev
-      dpkg-dev ccache ninja-build libvalijson-dev slurm-wlm munge)  # ninja-build: the presets' generator;
+      dpkg-dev ccache ninja-build libvalijson-dev slurm-wlm munge python3-torch)  # ninja-build: the presets' generator;
+                        # python3-torch: CPU torch (with numpy, sympy) for the torch ports' adapters on their
+                        # stand-ins (ctest ports.standin.*; PyPI's Linux wheel pulls several GB of CUDA packages);
                         # dpkg-dev: dpkg-shlibdeps, for the .deb of scripts/test_packaging.sh;
                         # ccache: the compiler cache CMakeLists.txt uses when it is installed;
                         # libvalijson-dev: the JSON Schema validator of engram conform (§CONF.4)

@@ -25,13 +25,15 @@ std::string MutantFlag(Mutant m) {
     case Mutant::kE8M0BitShift: return "E8M0BitShift";
     case Mutant::kPythonWrapperDecode: return "PythonWrapperDecode";
     case Mutant::kRowIdUint32: return "RowIdUint32";
+    case Mutant::kRowIdInt32: return "RowIdInt32";
   }
   return "";
 }
 
 std::vector<Mutant> MutantsFor(Profile profile) {
   if (profile == Profile::kV41) {
-    return {Mutant::kNoDeadBlocking, Mutant::kDeadAsId, Mutant::kInt32Multipliers, Mutant::kRowIdUint32};
+    return {Mutant::kNoDeadBlocking, Mutant::kDeadAsId, Mutant::kInt32Multipliers, Mutant::kRowIdUint32,
+            Mutant::kRowIdInt32};
   }
   return {Mutant::kTruncatedMod, Mutant::kInt32Multipliers};
 }
@@ -85,6 +87,9 @@ std::vector<int64_t> MutantRows(Mutant m, const Layout& layout, const std::vecto
           int64_t row = r + l.offsets[static_cast<size_t>(col)];
           // A port that stores row ids as uint32_t keeps the low 32 bits (§HASH.4 row ids reach 2^40 and beyond).
           if (m == Mutant::kRowIdUint32) row &= int64_t{0xFFFFFFFF};
+          // A port whose row ids are int32 cannot hold one of 2^31 or more: its kernel wraps it (modulo 2^32
+          // into [-2^31, 2^31)), its oracle refuses it; either way the row differs from §HASH.4's.
+          if (m == Mutant::kRowIdInt32) row = static_cast<int32_t>(static_cast<uint32_t>(row));
           rows.push_back(row);
         }
       }
@@ -94,9 +99,10 @@ std::vector<int64_t> MutantRows(Mutant m, const Layout& layout, const std::vecto
 }
 
 bool MutantRowsEqualReference(Mutant m, const Layout& layout) {
-  if (m != Mutant::kRowIdUint32) return false;
+  if (m != Mutant::kRowIdUint32 && m != Mutant::kRowIdInt32) return false;
+  const int64_t rows_that_fit = m == Mutant::kRowIdUint32 ? int64_t{1} << 32 : int64_t{1} << 31;
   for (const LayerLayout& l : layout.layers) {
-    if (l.num_embeddings > (int64_t{1} << 32)) return false;  // a row id can reach 2^32
+    if (l.num_embeddings > rows_that_fit) return false;  // a row id can reach 2^32 (2^31)
   }
   return true;
 }

@@ -32,10 +32,12 @@ enum class Mutant {
   kE8M0BitShift,      // E8M0 scale decoded as the float32 with bits (s << 23): 0x00 -> 0.0, 0xFF -> inf
   kPythonWrapperDecode,  // token texts decoded through transformers' Python wrapper (clean_up_tokenization)
   kRowIdUint32,       // v4.1: row ids stored as uint32_t, so a row id >= 2^32 comes out mod 2^32 (Luce-Org/lucebox)
+  kRowIdInt32,        // v4.1: row ids kept as int32, so a row id >= 2^31 does not fit (vLLM's int32 hash output)
 };
 
 // The note flag of a mutant: "NoDeadBlocking", "DeadAsOrdinaryId", "FloorMod",
-// "Int32Multipliers", "SignedZeroCopysign", "E8M0BitShift", "PythonWrapperDecode", "RowIdUint32".
+// "Int32Multipliers", "SignedZeroCopysign", "E8M0BitShift", "PythonWrapperDecode", "RowIdUint32",
+// "RowIdInt32".
 std::string MutantFlag(Mutant m);
 // The hash-family mutants that can change outputs of `profile`.
 std::vector<Mutant> MutantsFor(Profile profile);
@@ -52,8 +54,9 @@ Layout MutantLayout(Mutant m, const Layout& layout, int64_t seed);
 std::vector<int64_t> MutantRows(Mutant m, const Layout& layout, const std::vector<int64_t>& ids,
                                 int64_t first_position = 0, size_t emit_from = 0);
 // Whether MutantRows(m, layout, ...) equals the reference's rows for every id sequence, decided from the
-// layout alone: kRowIdUint32 when every row id is below 2^32 (a layer's row ids lie below its
-// num_embeddings, §LAY.3), as on DeepSeek-V4.1-Flash. False for every other mutant (not decided here).
+// layout alone: kRowIdUint32 when every row id is below 2^32, kRowIdInt32 when every row id is below 2^31
+// (a layer's row ids lie below its num_embeddings, §LAY.3), as on DeepSeek-V4.1-Flash. False for every
+// other mutant (not decided here).
 bool MutantRowsEqualReference(Mutant m, const Layout& layout);
 
 // §STO.2 An E8M0 scale as the mutant decodes it (kE8M0BitShift: the float32

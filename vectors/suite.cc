@@ -231,6 +231,15 @@ void AddMutantNotes(SuiteBuilder& b, const std::vector<Mutant>& mutants) {
                      "affected (384,006,168 rows per layer, every row id below 2^32).",
                      "§HASH.4", "row-id-uint32");
         break;
+      case Mutant::kRowIdInt32:
+        b.Divergence("RowIdInt32",
+                     "Changes under the known limit of keeping row ids as int32 (vLLM, whose hash output is int32 "
+                     "and whose tests' oracle returns torch.tensor(rows, dtype=torch.int32), spec/sources.md "
+                     "[SRC-PORT-VLLM]): a row id of 2^31 or more, which a layout whose primes or offsets pass 2^31 "
+                     "gives, does not fit: the oracle refuses the input, a kernel writing int32 wraps the id. The "
+                     "real V4.1 geometry is not affected (384,006,168 rows per layer, every row id below 2^31).",
+                     "§HASH.4", "row-id-int32");
+        break;
     }
   }
 }

@@ -406,6 +406,14 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> AddStateTests(HashGroupRun
   return {seq, other};
 }
 
+// A HashTest group's keys: its configuration, V, pad and the layout it gives.
+ojson HashGroupParams(const HashGroup& hg, const Layout& layout) {
+  return {{"type", "HashTest"},          {"comment", hg.comment},
+          {"profile", hg.profile},       {"config", hg.config},
+          {"compressedVocabSize", hg.v}, {"compressedPad", hg.pad},
+          {"layers", LayersJson(layout)}};
+}
+
 // §HASH.4 Row ids of 2^32 and more (appended after every earlier group, so that their tcIds stay): a layout
 // with base 2^32 puts its second column's offset above 2^32, so every row id of that column is one. The real
 // V4.1 geometry never reaches 2^32 rows; layouts of other bases do, and a port that keeps row ids in 32 bits
@@ -415,12 +423,28 @@ void AddWideRowGroup(SuiteBuilder& b, const std::vector<Mutant>& mutants) {
                      "base 2^32 (one layer, two heads, max n-gram 2, V = 1000, pad 2): row ids of 2^32 and more"};
   HashGroupRun r(b, hg, true, mutants, 0x48415348 + 200);
   if (r.layout.layers[0].offsets[1] < (int64_t{1} << 32)) throw Error("generator: the wide layout stays below 2^32");
-  const size_t g = b.Group({{"type", "HashTest"},          {"comment", hg.comment},
-                            {"profile", hg.profile},       {"config", hg.config},
-                            {"compressedVocabSize", hg.v}, {"compressedPad", hg.pad},
-                            {"layers", LayersJson(r.layout)}});
+  const size_t g = b.Group(HashGroupParams(hg, r.layout));
   r.Add(g, r.RandomIds(4), "second column's rows at 2^32 and above", {"SequenceStart"}, {"§HASH.4"});
   r.Add(g, std::vector<int64_t>(3, hg.v - 1), "every id is V - 1, rows at 2^32 and above", {"MaxId"},
+        {"§HASH.4", "§HASH.7"});
+}
+
+// §HASH.4 Row ids between 2^31 and 2^32 (appended after the base-2^32 group): base 1.5 * 2^30 with two heads
+// puts the second column's rows in [1.5 * 2^30, 3 * 2^30), mostly at or above 2^31 and all below 2^32, so that
+// a port keeping row ids as int32 (§VEC.12 RowIdInt32, vLLM) fails here while one keeping them as uint32
+// (RowIdUint32) does not.
+void AddInt32RowGroup(SuiteBuilder& b, const std::vector<Mutant>& mutants) {
+  const HashGroup hg{SmallV41Config({3}, int64_t{3} << 29, 2, 2, 1000), "v4.1", 1000, 2,
+                     "base 3 * 2^29 (one layer, two heads, max n-gram 2, V = 1000, pad 2): row ids between 2^31 "
+                     "and 2^32"};
+  HashGroupRun r(b, hg, true, mutants, 0x48415348 + 201);
+  const LayerLayout& l = r.layout.layers[0];
+  if (l.num_embeddings > (int64_t{1} << 32) || l.offsets[1] + l.primes[0][1] <= (int64_t{1} << 31)) {
+    throw Error("generator: the int32 layout's second column does not lie across 2^31 below 2^32");
+  }
+  const size_t g = b.Group(HashGroupParams(hg, r.layout));
+  r.Add(g, r.RandomIds(6), "second column's rows across 2^31", {"SequenceStart"}, {"§HASH.4"});
+  r.Add(g, std::vector<int64_t>(3, hg.v - 1), "every id is V - 1, rows between 2^31 and 2^32", {"MaxId"},
         {"§HASH.4", "§HASH.7"});
 }
 
@@ -436,10 +460,7 @@ ojson GenerateHash(bool v41) {
     const HashGroup& hg = groups[gi];
     runs.push_back(std::make_unique<HashGroupRun>(b, hg, v41, mutants, 0x48415348 + gi + (v41 ? 100 : 0)));
     HashGroupRun& r = *runs.back();
-    const ojson params = {{"type", "HashTest"},          {"comment", hg.comment},
-                          {"profile", hg.profile},       {"config", hg.config},
-                          {"compressedVocabSize", hg.v}, {"compressedPad", hg.pad},
-                          {"layers", LayersJson(r.layout)}};
+    const ojson params = HashGroupParams(hg, r.layout);
     AddHashTests(r, params);
     ojson sparams = params;
     sparams["type"] = "HashStateTest";
@@ -450,6 +471,7 @@ ojson GenerateHash(bool v41) {
   }
   for (const auto& add : later) add();
   if (v41) AddWideRowGroup(b, mutants);
+  if (v41) AddInt32RowGroup(b, mutants);
   return b.Finish();
 }
 

@@ -40,7 +40,7 @@
 #include "base/program_paths.h"
 #include "base/hex.h"
 #include "base/sha256.h"
-#include "conformance/testutil/sanitized.h"
+#include "base/sanitized.h"
 #include "reference/token_map.h"
 
 namespace {

@@ -19,7 +19,7 @@
 
 #include "base/program_paths.h"
 #include "conformance/testutil/run_cli.h"
-#include "conformance/testutil/sanitized.h"
+#include "base/sanitized.h"
 
 namespace {
 

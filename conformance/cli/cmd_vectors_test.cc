@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "conformance/testutil/run_cli.h"
-#include "conformance/testutil/sanitized.h"
+#include "base/sanitized.h"
 
 namespace {
 

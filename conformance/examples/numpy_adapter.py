@@ -58,6 +58,7 @@ the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the ou
   num-embeddings-at-least v4.1: engram_num_embeddings refused only below the sums (NeMo Automodel)    NumEmbeddingsAtLeast
   negative-pad-wraps     a pad id in [-T, -1] reads map[T + pad] (official V4.1 / demo array indexing) NegativePadWraps
   row-id-uint32          v4.1: row ids kept as uint32: a row id >= 2^32 comes out mod 2^32 (lucebox)  RowIdUint32
+  row-id-int32           v4.1: row ids kept as int32: a row id >= 2^31 is refused (vLLM's oracle)     RowIdInt32
   rollback-dead          v4.1 rollback keeps only max-1 ids: overwritten slots read DEAD              RollbackReadsDead
   raw-beyond-dead        v4.1: a raw id >= T becomes DEAD (a llama.cpp fork) instead of a refusal     RawIdBeyondTokenizerDead
   official-indexing      v4.1: token_map[raw] with torch indexing (-1 -> map[T-1]), then the mask     OfficialTorchIndexing
@@ -128,6 +129,7 @@ BUGS = {
     "num-embeddings-at-least": "NumEmbeddingsAtLeast",
     "negative-pad-wraps": "NegativePadWraps",
     "row-id-uint32": "RowIdUint32",
+    "row-id-int32": "RowIdInt32",
     "rollback-dead": "RollbackReadsDead",
     "raw-beyond-dead": "RawIdBeyondTokenizerDead",
     "official-indexing": "OfficialTorchIndexing",
@@ -369,6 +371,9 @@ def hash_rows(layout, history, position, ids):
                     col += 1
     if BUG == "row-id-uint32" and layout["profile"] == "v4.1":
         out &= np.int64(0xFFFFFFFF)  # (uint32_t) (h % prime + offset): the low 32 bits of each row id
+    if BUG == "row-id-int32" and layout["profile"] == "v4.1" and out.size and out.max() >= (1 << 31):
+        # vLLM's oracle returns torch.tensor(rows, dtype=torch.int32), which raises on such a value
+        raise ValueError(f"row id {int(out.max())} does not fit int32")
     keep = w - 1
     new_history = list(seen[-keep:]) if keep > 0 and len(seen) else []
     new_history = [int(x) for x in new_history][-min(position + n, keep):] if position + n > 0 else []

@@ -37,11 +37,25 @@ def main():
         env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "standins"))
         adapter = os.path.join(HERE, port["adapter"].split("conformance/ports/", 1)[1])
         failed = False
+        # standin.expectFail: {suite: [tcId, ...], "why": ...}, the fixed vectors the stand-in cannot pass
+        # because the port's API cannot carry what they test (conform --expect-fail --strict-stale: each must
+        # fail, and nothing else may). standin.random: {suite: N, "why": ...}, random cases in the fixed
+        # vectors' place (--random-only), for a suite whose fixed vectors the port's API cannot take.
+        expect = {k: v for k, v in standin.get("expectFail", {}).items() if k != "why"}
+        randoms = {k: v for k, v in standin.get("random", {}).items() if k != "why"}
         for suite in standin.get("suites", port["suites"]):
             report = os.path.join(checkout, f"{suite}.json")
+            extra = []
+            if suite in expect:
+                listed = os.path.join(checkout, f"{suite}-expected.json")
+                with open(listed, "w", encoding="utf-8") as f:
+                    json.dump({suite: expect[suite]}, f)
+                extra += ["--expect-fail", listed, "--strict-stale"]
+            if suite in randoms:  # the fixed vectors are all outside the API: random cases only
+                extra += ["--random-only", "--random", str(randoms[suite]), "--seed", "1"]
             r = subprocess.run([engram, "conform", "--vectors", os.path.join(ROOT, "vectors"), "--suite", suite,
-                                "--report-json", report, "--timeout", "60",
-                                "--exec", f"{python} {adapter} --checkout {checkout}"],
+                                "--report-json", report, "--timeout", "60"] + extra +
+                               ["--exec", f"{python} {adapter} --checkout {checkout}"],
                                capture_output=True, text=True, env=env)
             tail = "\n".join(r.stdout.splitlines()[-6:])
             if r.returncode != 0:
@@ -49,9 +63,14 @@ def main():
                 failed = True
                 continue
             with open(report, encoding="utf-8") as f:
-                tested = json.load(f)["suites"][suite]["tested"]
-            print(f"ok {port_id} {suite}: {tested} tests matched on the stand-in\n{tail}")
-            if tested == 0:
+                counts = json.load(f)["suites"]
+            tested = counts.get(suite, {}).get("tested", 0)
+            rnd = counts.get("random:" + suite, {})
+            answered = rnd.get("passed", 0) + rnd.get("failed", 0)
+            print(f"ok {port_id} {suite}: {tested} fixed tests matched" +
+                  (f", {len(expect[suite])} expected failures" if suite in expect else "") +
+                  (f", {answered} random cases answered" if suite in randoms else "") + f" on the stand-in\n{tail}")
+            if tested + answered == 0:
                 failed = True
         print("note: this ran the adapter on a stand-in of the port's API; the port itself is measured by "
               "scripts/ports.sh on its checkout (docs/ports.md)")

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -62,6 +63,20 @@ inline std::string TestsIn(const std::string& suite, int less = 0) {
   size_t n = 0;
   for (const nlohmann::json& group : doc.at("testGroups")) n += group.at("tests").size();
   return std::to_string(static_cast<long long>(n) - less);
+}
+
+// The number of distinct layouts (a group's "layers", V and pad) among the committed vectors/v1/<suite>.json
+// groups, counted from the file: the contract check (§CON.4) passes or skips one per layout.
+inline size_t LayoutsIn(const std::string& suite) {
+  const nlohmann::json doc = nlohmann::json::parse(Slurp(kVectors + "/v1/" + suite + ".json"));
+  std::set<std::string> layouts;
+  for (const nlohmann::json& g : doc.at("testGroups")) {
+    if (g.contains("layers")) {
+      layouts.insert(g["layers"].dump() + "|" + g.value("compressedVocabSize", nlohmann::json()).dump() + "|" +
+                     g.value("compressedPad", nlohmann::json()).dump());
+    }
+  }
+  return layouts.size();
 }
 
 }  // namespace engram::conform::test

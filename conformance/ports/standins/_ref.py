@@ -25,3 +25,26 @@ def check_v41_config(cfg):
     if cfg["num_embeddings"] is not None:
         doc["engram_num_embeddings"] = cfg["num_embeddings"]
     ref.parse_config(doc, "v4.1")
+
+
+def next_prime(start, seen):
+    """§LAY.2 The smallest prime above `start` not in `seen` (the stand-ins' find_next_prime)."""
+    candidate = start + 1
+    while not ref.is_prime(candidate) or candidate in seen:
+        candidate += 1
+    return candidate
+
+
+def multipliers_of(layer_ids, max_ngram, v):
+    """§RNG.4 [layer][slot] multipliers of seed 0 (the stand-ins' compute_hash_multipliers)."""
+    return [ref.multipliers(0, l, v, max_ngram) for l in layer_ids]
+
+
+def v41_layout(layer_ids, max_ngram, heads, base, num_embeddings):
+    """The §CFG / §LAY checks of a v4.1 configuration and its layout (primes [layer][order][head], offsets
+    [layer][col]); V plays no part in them."""
+    cfg = v41_config(layer_ids, max_ngram, heads, base, num_embeddings)
+    check_v41_config(cfg)
+    layout = ref.build_layout(cfg, 1, 0)
+    return {"primes": tuple(tuple(tuple(order) for order in l["primes"]) for l in layout["layers"]),
+            "offsets": [l["offsets"] for l in layout["layers"]]}

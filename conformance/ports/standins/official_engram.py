@@ -6,11 +6,7 @@ from dataclasses import dataclass
 
 
 def find_next_prime(start, seen_primes):
-    ref = __import__("_ref").ref
-    candidate = start + 1
-    while not ref.is_prime(candidate) or candidate in seen_primes:
-        candidate += 1
-    return candidate
+    return __import__("_ref").next_prime(start, seen_primes)
 
 
 def build_compressed_token_map(tokenizer):
@@ -34,14 +30,10 @@ class EngramLayout:
 
     @classmethod
     def from_args(cls, args):
-        standin = __import__("_ref")
-        cfg = standin.v41_config(args.engram_layer_ids, args.engram_max_ngram_size, args.engram_n_heads,
-                                 args.engram_vocab_size, args.engram_num_embeddings)
-        standin.check_v41_config(cfg)
-        layout = standin.ref.build_layout(cfg, 1, 0)  # primes and the table-row check (V plays no part in them)
+        layout = __import__("_ref").v41_layout(args.engram_layer_ids, args.engram_max_ngram_size, args.engram_n_heads,
+                                               args.engram_vocab_size, args.engram_num_embeddings)
         return cls(args.engram_max_ngram_size, tuple(args.engram_layer_ids), tuple(args.engram_num_embeddings),
-                   tuple(tuple(tuple(r) for r in l["primes"]) for l in layout["layers"]), args.engram_n_heads,
-                   args.engram_head_dim)
+                   layout["primes"], args.engram_n_heads, args.engram_head_dim)
 
 
 class NgramHashState(nn.Module):

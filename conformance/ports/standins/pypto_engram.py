@@ -21,13 +21,10 @@ class EngramLayout:
     @classmethod
     def from_config(cls, config):
         text = config.get("text_config", config)
-        cfg = _ref.v41_config(text["engram_layer_ids"], text["engram_max_ngram_size"], text["engram_n_heads"],
-                              text["engram_vocab_size"], text["engram_num_embeddings"])
-        _ref.check_v41_config(cfg)
-        layout = _ref.ref.build_layout(cfg, 1, 0)
-        return cls(cfg["max_ngram"], tuple(cfg["layer_ids"]), tuple(cfg["num_embeddings"]),
-                   tuple(tuple(tuple(r) for r in l["primes"]) for l in layout["layers"]), cfg["heads"],
-                   text["engram_head_dim"])
+        layout = _ref.v41_layout(text["engram_layer_ids"], text["engram_max_ngram_size"], text["engram_n_heads"],
+                                 text["engram_vocab_size"], text["engram_num_embeddings"])
+        return cls(text["engram_max_ngram_size"], tuple(text["engram_layer_ids"]), tuple(text["engram_num_embeddings"]),
+                   layout["primes"], text["engram_n_heads"], text["engram_head_dim"])
 
 
 def compute_hash_multipliers(layout, compressed_vocab_size):
