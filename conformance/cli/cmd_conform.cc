@@ -76,6 +76,7 @@ void AddConformCommand(CLI::App& app) {
     int max_timeouts = 3;
     double random_seconds = 0;
     int64_t random = 0, max_random_failures = 1, shrink_calls = 2000, random_threads = vectors::DefaultCaseThreads();
+    int64_t max_shrunk = -1;
     uint64_t seed = 0;
     bool random_only = false;
     std::string save_failures;
@@ -119,6 +120,11 @@ void AddConformCommand(CLI::App& app) {
       ->needs(random);
   cmd->add_option("--max-random-failures", s->max_random_failures,
                   "Per suite, stop drawing after this many failing cases (default 1; 0: never stop)")
+      ->check(IntIn(0, 1000000, "a number of cases"))
+      ->needs(random);
+  cmd->add_option("--max-shrunk", s->max_shrunk,
+                  "Per suite, shrink at most this many failing cases; later ones are reported as they failed, "
+                  "not shrunk (default: every one, up to --max-random-failures)")
       ->check(IntIn(0, 1000000, "a number of cases"))
       ->needs(random);
   cmd->add_option("--random-seconds", s->random_seconds,
@@ -172,6 +178,7 @@ void AddConformCommand(CLI::App& app) {
     o.random_only = s->random_only;
     o.save_failures = s->save_failures;
     o.max_random_failures = static_cast<int>(s->max_random_failures);
+    o.max_shrunk = s->max_shrunk;
     o.random_seconds = s->random_seconds;
     o.shrink_calls = s->shrink_calls;
     o.random_threads = static_cast<int>(s->random_threads);

@@ -283,7 +283,7 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
   for (const vectors::RandomSuite& gen : vectors::RandomSuites()) {
     if (!o.suites.empty() && o.suites.count(gen.suite) == 0) continue;
     if (!claims.Suite(gen.suite)) continue;
-    int64_t drawn = 0, asked = 0, out_of_scope = 0, failures = 0, unanswered_in_a_row = 0;
+    int64_t drawn = 0, asked = 0, out_of_scope = 0, failures = 0, unshrunk = 0, unanswered_in_a_row = 0;
     std::string stopped;  // why drawing stopped early
     json shrunk_report = json::array();
     // Drawn ahead while the implementation answers (the order and the cases
@@ -350,7 +350,19 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
       const int64_t i = p.index;
       TestResult r = JudgeReply(p.prepared, p.c.group, p.c.test, reply);
       unanswered_in_a_row = reply.answered ? 0 : unanswered_in_a_row + (reply.counts_as_timeout ? 1 : 0);
-      if (r.status == "fail") {
+      if (r.status == "fail" && o.max_shrunk >= 0 && failures - unshrunk >= o.max_shrunk) {
+        // §CONF.7 beyond --max-shrunk: kept and counted as it failed, not shrunk (a nightly that keeps drawing
+        // after the first bug reports how often it recurs without shrinking every instance)
+        ++failures;
+        ++unshrunk;
+        TestResult f = r;
+        f.tc_id = i + 1;
+        f.detail = "random case " + std::to_string(i + 1) + " of seed " + std::to_string(o.random_seed) + " (" +
+                   p.c.type + "): " + p.c.size + ", not shrunk (--max-shrunk " + std::to_string(o.max_shrunk) +
+                   ")\n" + f.detail;
+        out.counts[Label(gen.suite)].Add(f);
+        out.results.push_back(std::move(f));
+      } else if (r.status == "fail") {
         ++failures;
         ReceiveAll(o, peer, window);  // the answers ahead, read before shrinking asks anew
         RecordFailure(o, peer, claims, gen, i, p.c, r, out, shrunk_report);
@@ -392,6 +404,7 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
     }
     if (out_of_scope > 0) line += ", " + std::to_string(out_of_scope) + " of another profile not asked";
     if (failures > 0) line += ", " + std::to_string(failures) + " failing";
+    if (unshrunk > 0) line += " (" + std::to_string(unshrunk) + " of them not shrunk: --max-shrunk)";
     if (!stopped.empty() && drawn < end - first) line += " (stopped after case " + std::to_string(drawn) + ": " + stopped + ")";
     out.lines.push_back(line);
     for (const json& s : shrunk_report) {

@@ -147,6 +147,49 @@ TEST(RandomConform, ATimeBudgetStopsEachSuiteAndSaysWhere) {
   EXPECT_THAT(bad.out, HasSubstr("--random-seconds"));
 }
 
+// §CONF.7 --max-shrunk K: a suite keeps drawing after its first failures (--max-random-failures 0), shrinks
+// its first K failing cases and reports the later ones as they failed; the counts are those of a run that
+// shrinks every one, and a shard report of it still merges (every failing case listed).
+TEST(RandomConform, MaxShrunkShrinksTheFirstFailuresAndCountsEveryOne) {
+  if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
+  const std::string port = "--exec \"" + Python() + " " + kAdapter + " --bug int32-multipliers\"";
+  const std::string run = " --random 60 --seed 1 --random-only --suite multipliers --max-random-failures 0 --shrink-calls 20";
+  const fs::path capped = Dir() / "max-shrunk.json", all = Dir() / "shrunk-all.json";
+  Result c = Conform("--vectors " + kVectors + " " + port + run + " --max-shrunk 2 --report-json " + capped.string());
+  Result a = Conform("--vectors " + kVectors + " " + port + run + " --report-json " + all.string());
+  EXPECT_EQ(c.exit_code, 1) << c.out;
+  EXPECT_EQ(a.exit_code, 1) << a.out;
+  const json dc = json::parse(Slurp(capped)), da = json::parse(Slurp(all));
+  const int64_t failed = dc["suites"]["random:multipliers"]["failed"];
+  ASSERT_GT(failed, 2) << c.out;  // the planted bug fails more than the cases shrunk
+  EXPECT_EQ(dc["suites"]["random:multipliers"], da["suites"]["random:multipliers"]);  // the same counts
+  EXPECT_EQ(dc["random"]["suites"]["multipliers"]["shrunk"].size(), 2u);
+  EXPECT_EQ(da["random"]["suites"]["multipliers"]["shrunk"].size(), static_cast<size_t>(failed));
+  EXPECT_THAT(c.out, HasSubstr(std::to_string(failed) + " failing (" + std::to_string(failed - 2) +
+                               " of them not shrunk: --max-shrunk)"));
+  int64_t listed = 0, unshrunk = 0;
+  for (const json& r : dc["results"]) {
+    if (r["suite"] != "random:multipliers") continue;
+    ++listed;
+    if (r["detail"].get<std::string>().find("not shrunk (--max-shrunk 2)") != std::string::npos) ++unshrunk;
+  }
+  EXPECT_EQ(listed, failed);
+  EXPECT_EQ(unshrunk, failed - 2);
+  EXPECT_EQ(dc["shard"]["work"]["maxShrunk"], 2);
+  EXPECT_FALSE(da["shard"]["work"].contains("maxShrunk"));
+  // the capped report merges (as the one shard of its run): every failing case is listed, so it is not taken
+  // for a cut or edited report, and the merged verdict is the run's
+  const fs::path merged = Dir() / "max-shrunk-merge.txt";
+  const int status = std::system((std::string(ENGRAM_CLI) + " report merge " + capped.string() + " >" +
+                                  merged.string() + " 2>&1").c_str());
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 1) << Slurp(merged);
+  EXPECT_THAT(Slurp(merged), testing::Not(HasSubstr("a cut or edited report")));
+  EXPECT_THAT(Slurp(merged), HasSubstr("conformance: FAILED"));
+  Result bad = Conform("--vectors " + kVectors + " --lib " + ENGRAM_PLUGIN + " --random 5 --max-shrunk -1");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.out, HasSubstr("--max-shrunk"));
+}
+
 TEST(RandomConform, WithoutASeedAFreshOneIsDrawnAndPrinted) {
   Result a = Conform("--vectors " + kVectors + " --lib " + ENGRAM_PLUGIN + " --random 5 --random-only --suite layout");
   Result b = Conform("--vectors " + kVectors + " --lib " + ENGRAM_PLUGIN + " --random 5 --random-only --suite layout");

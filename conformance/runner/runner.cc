@@ -751,8 +751,9 @@ json ShardRecord(const Run& run, const RandomRun& random, const json& hello, con
                {"maxTimeouts", o.max_consecutive_timeouts},
                {"maxRandomFailures", o.max_random_failures},
                {"shrinkCalls", o.shrink_calls}};
-  // §CONF.9 only when given, so that the reports of runs without it keep their work record.
+  // §CONF.9 only when given, so that the reports of runs without them keep their work record.
   if (o.random_seconds > 0) work["randomSeconds"] = o.random_seconds;
+  if (o.max_shrunk >= 0) work["maxShrunk"] = o.max_shrunk;
   json vector_suites = json::array();
   for (const SuiteFile& f : run.vectors.suites) vector_suites.push_back(f.name);
   json cases = json::object();

@@ -41,6 +41,7 @@ struct Options {
   bool random_only = false;
   std::filesystem::path save_failures;  // the shrunk failing cases, as a vectors directory
   int max_random_failures = 1;          // per suite: stop drawing after this many failing cases
+  int64_t max_shrunk = -1;              // per suite: shrink and keep at most this many failing cases (-1: all)
   double random_seconds = 0;            // per suite: stop drawing after this many seconds (0: no limit)
   int64_t shrink_calls = 2000;          // the most implementation calls spent shrinking one failure
   int random_threads = 1;               // threads drawing the cases ahead (vectors/random_stream.h); 1: on demand
