@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The public ports, measured (issue 29): runs every adapter in conformance/ports/ whose checkout is present
 # under CHECKOUTS_DIR (one directory per port, named in its port.json: tt-metal, sglang, Engram,
-# pypto-serving, Automodel, vllm, colibri, ds4) and writes docs/ports.md.
+# pypto-serving, Automodel, vllm, colibri, ds4) and writes docs/ports.md, from the raw measurements it keeps in
+# docs/ports.json (with --only, the ports named are measured anew and the others' saved measurements kept).
 #   scripts/ports.sh CHECKOUTS_DIR [--random N] [--random-seconds S] [--jobs J] [--only PORT...]
 #   (default: 10,000 random cases or 600 s per suite; J rows, one per port and suite, side by side: the CPUs)
 # The Python adapters need torch, numpy and sympy: ENGRAM_PORTS_PYTHON names that interpreter (default python3).

@@ -64,6 +64,18 @@ engram_hasher* engram_hasher_create(const engram_layout* layout, size_t /*rollba
     const engram::Layout& l = layout->layout;
     CheckGeometry(l);
     if (l.compressed_vocab_size > INT32_MAX) throw engram::Error("V beyond ds4's uint32 token map");
+    // ds4_engram_layout keeps each prime and each layer's table size as uint32_t (ds4_engram.h): a layout
+    // beyond them cannot be handed to the port, and cutting it to 32 bits would hash another layout.
+    for (const engram::LayerLayout& ll : l.layers) {
+      for (int c = 0; c < static_cast<int>(ll.offsets.size()); ++c) {
+        if (ll.prime(c) > static_cast<int64_t>(UINT32_MAX)) {
+          throw engram::Error("a prime of " + std::to_string(ll.prime(c)) + " beyond ds4's uint32_t primes (ds4_engram.h)");
+        }
+      }
+      if (ll.num_embeddings > static_cast<int64_t>(UINT32_MAX)) {
+        throw engram::Error("a table of " + std::to_string(ll.num_embeddings) + " rows beyond ds4's uint32_t rows (ds4_engram.h)");
+      }
+    }
     auto* h = new engram_hasher{};
     const auto v = static_cast<uint32_t>(l.compressed_vocab_size);
     h->token_map.resize(v);
