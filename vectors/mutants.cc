@@ -294,10 +294,20 @@ bool GapAccepts(ConfigGap gap, const nlohmann::json& config, const std::string& 
       if (!config.contains(heads_key) || config[heads_key] != 0) return false;
       repaired[heads_key] = 1;
       break;
-    case ConfigGap::kMaxNgramOne:
-      if (!v41 || !config.contains("engram_max_ngram_size") || config["engram_max_ngram_size"] != 1) return false;
-      repaired["engram_max_ngram_size"] = 2;
+    case ConfigGap::kMaxNgramOne: {
+      // Both codes loop over the orders 2 .. max n-gram and so build layers without orders for max n-gram 1
+      // (the V4.1 layout code; the demo's prime search, engram_demo_v1.py calculate_vocab_size_across_layers).
+      const char* const max_key = v41 ? "engram_max_ngram_size" : "max_ngram_size";
+      if (!config.contains(max_key) || config[max_key] != 1) return false;
+      repaired[max_key] = 2;
+      // demo-v1 lists one base per order (§CFG.3): max n-gram 1 with no base is the one-gap form, and max
+      // n-gram 2 needs a base there, which that code never reads. A list already holding one stays.
+      if (!v41 && config.contains("engram_vocab_size") && config["engram_vocab_size"].is_array() &&
+          config["engram_vocab_size"].empty()) {
+        repaired["engram_vocab_size"] = nlohmann::json::array({DemoV1ConfigJson()["engram_vocab_size"][0]});
+      }
       break;
+    }
     case ConfigGap::kNumEmbeddingsUnchecked:
     case ConfigGap::kNumEmbeddingsAtLeast:
       if (!v41 || !config.contains("engram_num_embeddings")) return false;

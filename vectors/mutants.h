@@ -95,7 +95,7 @@ std::string CleanUpTokenizationSpaces(std::string text);
 enum class ConfigGap {
   kDuplicateLayerIds,      // layer ids [1, 1]: the demo overwrites the layer, the V4.1 code builds it twice
   kZeroHeads,              // zero heads per order: every order gets an empty list of primes (both)
-  kMaxNgramOne,            // V4.1 max n-gram 1: no order at all (the V4.1 code's loop runs zero times)
+  kMaxNgramOne,            // max n-gram 1: no order at all (the V4.1 code's and the demo's loops run zero times)
   kNumEmbeddingsUnchecked, // V4.1 engram_num_embeddings never compared with the prime sums
   kExtraBases,             // demo: more engram_vocab_size entries than n-gram orders (the extras never read)
   kNumEmbeddingsAtLeast,   // V4.1 engram_num_embeddings refused only below the prime sums (NeMo Automodel)
@@ -124,9 +124,9 @@ std::string ConfigGapBug(ConfigGap gap);
 // dropped, one head per order, max n-gram 2, engram_num_embeddings left out,
 // the extra bases dropped; for kNumEmbeddingsAtLeast: left out, and every
 // stated entry at least its layer's sum, one above it).
-// Each gap applies to the profiles whose code has it: duplicates and zero
-// heads to both, max n-gram 1 and the two num_embeddings gaps to v4.1, the
-// extra bases to demo-v1.
+// Each gap applies to the profiles whose code has it: duplicates, zero heads
+// and max n-gram 1 to both, the two num_embeddings gaps to v4.1, the extra
+// bases to demo-v1.
 bool GapAccepts(ConfigGap gap, const nlohmann::json& config, const std::string& profile, int64_t v, int64_t pad);
 
 // A fork's rollback (a llama.cpp port, v4.1): the state keeps only the last

@@ -31,8 +31,9 @@ void AddConfigGapNote(SuiteBuilder& b, ConfigGap gap) {
              "every order an empty list of primes, where §CFG.4 refuses them.";
       break;
     case ConfigGap::kMaxNgramOne:
-      text = "A validation gap of the official V4.1 layout code (EngramLayout.from_args), not a behaviour to copy: "
-             "engram_max_ngram_size 1 is accepted and gives layers without any n-gram order, where §CFG.4 "
+      text = "A validation gap of the official V4.1 layout code (EngramLayout.from_args) and of the upstream demo "
+             "(engram_demo_v1.py, whose prime search loops over the orders 2 .. max_ngram_size), not a behaviour "
+             "to copy: a max n-gram size of 1 is accepted and gives layers without any n-gram order, where §CFG.4 "
              "refuses it.";
       break;
     case ConfigGap::kNumEmbeddingsUnchecked:
@@ -181,6 +182,10 @@ ojson GenerateLayout() {
   ojson v41_rows_above = SmallV41Config({3}, 10, 3, 2, 40);
   v41_rows_above["engram_num_embeddings"][0] = v41_rows_above["engram_num_embeddings"][0].get<int64_t>() + 1;
   add(g, v41_rows_above, "v4.1", 40, 2, {"NumEmbeddingsMismatch"}, "engram_num_embeddings one above the primes' sum");
+  ojson demo_max1 = DemoConfigJson();
+  demo_max1["max_ngram_size"] = 1;
+  demo_max1["engram_vocab_size"] = ojson::array();  // one base per order: none
+  add(g, demo_max1, "demo-v1", 129280, 2, {"InvalidConfig"}, "demo-v1: max n-gram 1 (no orders, no bases)");
   return b.Finish();
 }
 

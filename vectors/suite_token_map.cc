@@ -547,11 +547,17 @@ ojson GenerateTokenMap() {
   return b.Finish();
 }
 
+// §VEC.12 "RawIdOutsideTokenizerPad": LookupPolicy::kOutsideToPad's flag (planted bug: numpy_adapter.py
+// --bug raw-outside-pad).
+constexpr const char* kRawIdOutsidePadFlag = "RawIdOutsideTokenizerPad";
+
 // How a port turns raw ids into compressed ids: the rule of §HASH.1, or a
 // policy of a real port that §VEC.12 catalogues (v4.1 only).
 enum class LookupPolicy {
   kSpec,             // §HASH.1: raw -1 is DEAD, other ids outside [0, T) refused
   kBeyondDead,       // a llama.cpp fork: a raw id >= T becomes DEAD instead of a refusal
+  kOutsideToPad,     // Luce-Org/lucebox (DeepSeek4EngramHasher::compress): every raw id outside
+                     // [0, T), raw -1 included, becomes the compressed pad; then the mask
   kOfficialIndexing, // the official V4.1 NgramHashState (spec/sources.md [SRC-V41]):
                      // token_map[input_ids] with torch indexing (a negative id x >= -T
                      // reads map[T + x], raw -1 included; the others raise), then the
@@ -586,7 +592,15 @@ ojson LookupExpected(const TokenMap& map, const json& test, Profile profile, Loo
       }
     }
     std::vector<int64_t> ids;
-    if (policy == LookupPolicy::kOfficialIndexing && profile == Profile::kV41) {
+    if (policy == LookupPolicy::kOutsideToPad && profile == Profile::kV41) {
+      // A TokenLookupTest has no pad: any compressed id stands for it (here 0), since every position it
+      // lands on holds DEAD or a refusal under §HASH.1, which no compressed id equals.
+      for (size_t i = 0; i < raw.size(); ++i) {
+        const bool outside = raw[i] < 0 || raw[i] >= map.tokens();
+        const int64_t c = outside ? 0 : map.map[static_cast<size_t>(raw[i])];
+        ids.push_back(!mask.empty() && mask[i] == 0 ? kDead : c);
+      }
+    } else if (policy == LookupPolicy::kOfficialIndexing && profile == Profile::kV41) {
       const int64_t t = map.tokens();
       for (size_t i = 0; i < raw.size(); ++i) {
         const int64_t x = raw[i];
@@ -640,6 +654,17 @@ void AddLookupGroups(SuiteBuilder& b, const std::string& text, const std::string
                        "§HASH.1", "raw-beyond-dead");
         }
         flags.push_back("RawIdBeyondTokenizerDead");
+      }
+      if (v41 && LookupExpected(reference, in, profile, LookupPolicy::kOutsideToPad) != expected) {
+        if (!b.HasNote(kRawIdOutsidePadFlag)) {
+          b.Divergence(kRawIdOutsidePadFlag,
+                       "Changes under the lookup of Luce-Org/lucebox (DeepSeek4EngramHasher::compress, v4.1): every "
+                       "raw id outside [0, T), raw -1 included, becomes the compressed pad (dead positions come "
+                       "from a separate mask), where §HASH.1 makes raw -1 DEAD and refuses the others: an id the "
+                       "tokenizer cannot have produced is hashed as padding.",
+                       "§HASH.1", "raw-outside-pad");
+        }
+        flags.push_back(kRawIdOutsidePadFlag);
       }
       // The result (valid or not) and the ids decide; an error's wording does not.
       auto outcome = [](const ojson& o) { return o.at("result") == "valid" ? o : ojson{{"result", "invalid"}}; };

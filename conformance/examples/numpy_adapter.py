@@ -51,7 +51,7 @@ the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the ou
   context-lowercase      whole-text str.lower() (word-final sigma) instead of per code point          ContextLowercase
   upstream-duplicate-layers duplicate layer ids accepted (demo: overwrites; official V4.1: builds twice) UpstreamDuplicateLayerIds
   upstream-zero-heads    zero heads per order accepted (demo and official V4.1: empty primes)          UpstreamZeroHeads
-  upstream-max-ngram-1   v4.1: engram_max_ngram_size 1 accepted (the official layout code)             UpstreamMaxNgramOne
+  upstream-max-ngram-1   max n-gram size 1 accepted (the official layout code, the upstream demo)     UpstreamMaxNgramOne
   upstream-num-embeddings v4.1: engram_num_embeddings never checked (the official layout code)         UpstreamNumEmbeddingsUnchecked
   upstream-negative-vocab V < 0 gives multipliers of 1 (demo and official V4.1: max(1, bound))        UpstreamNegativeVocab
   upstream-extra-bases   demo: more engram_vocab_size entries than orders accepted, extras unread      UpstreamExtraBases
@@ -61,6 +61,7 @@ the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the ou
   row-id-int32           v4.1: row ids kept as int32: a row id >= 2^31 is refused (vLLM's oracle)     RowIdInt32
   rollback-dead          v4.1 rollback keeps only max-1 ids: overwritten slots read DEAD              RollbackReadsDead
   raw-beyond-dead        v4.1: a raw id >= T becomes DEAD (a llama.cpp fork) instead of a refusal     RawIdBeyondTokenizerDead
+  raw-outside-pad        v4.1: a raw id outside [0, T), -1 included, becomes the pad (lucebox)       RawIdOutsideTokenizerPad
   official-indexing      v4.1: token_map[raw] with torch indexing (-1 -> map[T-1]), then the mask     OfficialTorchIndexing
   upstream-layer-seed    demo: any seed + 10007 * layer_id >= 0 accepted (numpy takes any size)        UpstreamLayerSeedUnchecked
   miller-rabin-61        the prime test declares 61 composite (vLLM's _is_prime: 61 is its own witness) MillerRabinWitness61
@@ -132,6 +133,7 @@ BUGS = {
     "row-id-int32": "RowIdInt32",
     "rollback-dead": "RollbackReadsDead",
     "raw-beyond-dead": "RawIdBeyondTokenizerDead",
+    "raw-outside-pad": "RawIdOutsideTokenizerPad",
     "official-indexing": "OfficialTorchIndexing",
     "miller-rabin-61": "MillerRabinWitness61",
     "upstream-layer-seed": "UpstreamLayerSeedUnchecked",
@@ -222,7 +224,8 @@ def parse_config(doc, profile=None):
                  pad_id=2, seed=0, n_embed_per_ngram=512)
         d.update(doc)
         max_ngram, heads = d["max_ngram_size"], d["n_head_per_ngram"]
-        if not isinstance(max_ngram, int) or not 2 <= max_ngram <= 64:
+        max1_gap = BUG == "upstream-max-ngram-1" and max_ngram == 1  # the demo's prime search loops zero times
+        if not isinstance(max_ngram, int) or not (2 <= max_ngram <= 64 or max1_gap):
             raise ValueError(f"max_ngram_size {max_ngram}")
         zero_heads_gap = BUG == "upstream-zero-heads" and heads == 0  # the upstream demo does not check
         if not isinstance(heads, int) or not (1 <= heads <= 4096 or zero_heads_gap):
@@ -907,7 +910,9 @@ def token_lookup_test(group, test):
         raise ValueError(f"mask: {len(mask)} entries for {len(raw)} ids")
     out = []
     for i, x in enumerate(raw):
-        if BUG == "official-indexing" and v41 and -len(cmap) <= x < 0:
+        if BUG == "raw-outside-pad" and v41 and not 0 <= x < len(cmap):
+            c = cmap[0]  # lucebox's compress: outside the map is the pad (a lookup test has none: any id will do)
+        elif BUG == "official-indexing" and v41 and -len(cmap) <= x < 0:
             c = cmap[x]  # the official V4.1 code: token_map[input_ids], torch indexing wraps (-1 -> T - 1)
         elif v41 and x == DEAD:
             c = DEAD  # raw -1 marks a masked position
