@@ -57,6 +57,36 @@ def count(x):
     return sum(count(v) for v in x) if isinstance(x, (list, tuple)) else 1
 
 
+def arithmetic_of_i(expr, i, path):
+    """The value of a test's token-map expression at i: integer constants, i, + - * % and parentheses only
+    (parsed, never run), each step an int32 value as the C++ computes it, % only of non-negative values by a
+    positive one (where C++ and Python agree); anything else is not this script's business."""
+    def value(node):
+        if isinstance(node, ast.Expression):
+            return value(node.body)
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            v = node.value
+        elif isinstance(node, ast.Name) and node.id == "i":
+            v = i
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Mod)):
+            a, b = value(node.left), value(node.right)
+            if isinstance(node.op, ast.Mod):
+                if a < 0 or b <= 0:
+                    raise FixtureError(f"{path}: token map `{expr}`: % of {a} by {b}")
+                v = a % b
+            else:
+                v = a + b if isinstance(node.op, ast.Add) else a - b if isinstance(node.op, ast.Sub) else a * b
+        else:
+            raise FixtureError(f"{path}: token map `{expr}`: only integers, i, + - * % and parentheses are read")
+        if not -(1 << 31) <= v < (1 << 31):
+            raise FixtureError(f"{path}: token map `{expr}` leaves int32 at i = {i}")
+        return v
+    try:
+        return value(ast.parse(expr, mode="eval"))
+    except SyntaxError as e:
+        raise FixtureError(f"{path}: token map `{expr}`: {e.msg}") from None
+
+
 # ----------------------------------------------------------------------------- lucebox (C++ literals)
 
 def lucebox(path, cli, tmp):
@@ -72,7 +102,11 @@ def lucebox(path, cli, tmp):
         m = re.search(r"std::vector<\w+>\s+" + name + r"\s*=\s*\{([^}]*)\}", text)
         if not m:
             raise FixtureError(f"{path}: no `std::vector<...> {name} = {{...}}`")
-        return [int(v.rstrip("ull").rstrip("u")) for v in re.findall(r"-?\d+u?l?l?", m.group(1))]
+        items = [v.strip() for v in m.group(1).split(",") if v.strip()]
+        bad = [v for v in items if not re.fullmatch(r"-?\d+(ull|ULL|u|U)?", v)]
+        if bad:
+            raise FixtureError(f"{path}: {name}: `{bad[0]}` is not a decimal integer literal")
+        return [int(re.sub(r"[uUlL]+$", "", v)) for v in items]
 
     layers, heads, max_ngram, pad, vocab = (scalar(n) for n in ("kLayers", "kHeads", "kMaxNgram", "kPad", "kVocab"))
     multipliers, primes, tokens, expected = (vector(n) for n in ("kMultipliers", "kPrimes", "kTokens", "kExpectedRows"))
@@ -81,12 +115,14 @@ def lucebox(path, cli, tmp):
         raise FixtureError(f"{path}: no layer ids in an `init_raw({{...}}, ...)` call")
     layer_ids = [int(v) for v in m.group(1).split(",")]
     m = re.search(r"map\[\(size_t\) i\]\s*=\s*([^;]+);", text)
-    if not m or not re.fullmatch(r"[\di\s+*%()-]+", m.group(1)):
+    if not m:
         raise FixtureError(f"{path}: no token map `map[(size_t) i] = <arithmetic of i>;`")
-    # The test's token map: an arithmetic expression of i alone (digits, i, + - * % and parentheses, checked
-    # above), the same in Python as in C++ for the non-negative values it takes.
-    expr = m.group(1)
-    token_map = [eval(expr, {"__builtins__": {}}, {"i": i}) for i in range(vocab)]
+    token_map = [arithmetic_of_i(m.group(1), i, path) for i in range(vocab)]
+    if any(c < 0 for c in token_map):
+        raise FixtureError(f"{path}: the token map gives a negative compressed id")
+    outside = [t for t in tokens if not 0 <= t < vocab]
+    if outside:  # lucebox would hash such a token as the pad (RawIdOutsideTokenizerPad): not a fixture of §HASH.1
+        raise FixtureError(f"{path}: kTokens holds {outside[0]}, outside the token map [0, {vocab})")
     cols = (max_ngram - 1) * heads
     if (len(layer_ids), len(multipliers), len(primes)) != (layers, layers * max_ngram, layers * cols):
         raise FixtureError(f"{path}: {len(layer_ids)} layer ids, {len(multipliers)} multipliers and {len(primes)} "
@@ -135,8 +171,9 @@ def pypto(path, cli, tmp):
 
     config = ast.literal_eval(returned("layout_config"))
     call = returned("state")
-    keywords = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
-    for k in ("compressed_vocab_size", "pad_token_id", "multipliers"):
+    wanted = ("compressed_vocab_size", "pad_token_id", "multipliers")
+    keywords = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg in wanted}
+    for k in wanted:
         if k not in keywords:
             raise FixtureError(f"{path}: state() passes no {k}=")
     token_map = ast.literal_eval(call.args[1])
@@ -192,8 +229,13 @@ def main():
             found += 1
             try:
                 results = check(path, args.engram, tmp)
-            except (FixtureError, OSError, ValueError, SyntaxError) as e:
+            except FixtureError as e:
                 print(f"port_fixtures: {checkout}: {e}", file=sys.stderr)
+                broken += 1
+                continue
+            except Exception as e:  # anything else the file holds that this script does not read: say which file
+                print(f"port_fixtures: {checkout}: {path}: not read as a fixture: {type(e).__name__}: {e}",
+                      file=sys.stderr)
                 broken += 1
                 continue
             for problems, n in results:

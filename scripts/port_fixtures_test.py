@@ -5,7 +5,8 @@ The fixture is written here in lucebox's test-file shape with the constants of p
 test, whose rows were derived by hand (conformance/cli/port_fixtures_test.cc, PortExplicitLayout.
 PyptoFirstPositionRows): layers [1, 14], max n-gram 3, 2 heads, multipliers [[3, 5, 7], [11, 13, 17]], primes
 [[5, 7], [11, 13]] and [[17, 19], [23, 29]], pad 2, token 0 -> rows 0, 8, 16, 27 and 9, 24, 46, 86. The script
-must reproduce them (exit 0), report a changed value (exit 1), and refuse a missing or malformed file (exit 2).
+must reproduce them (exit 0), report a changed or missing value (exit 1), and refuse a missing or malformed file,
+a token outside the map and a map expression it does not read (exit 2).
 """
 import os
 import subprocess
@@ -51,14 +52,20 @@ def main():
             rc, out = run(tmp, engram)
             if rc != want_rc or want not in out:
                 failures.append(f"rows {rows}: exit {rc} (expected {want_rc}, {want!r}): {out}")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write((FIXTURE % "0,").replace("constexpr int kHeads = 2;\n", ""))
-        rc, out = run(tmp, engram)
-        if rc != 2 or "kHeads" not in out or TEST not in out:
-            failures.append(f"a file without kHeads: exit {rc}: {out}")
+        refused = [("a file without kHeads", (FIXTURE % "0,").replace("constexpr int kHeads = 2;\n", ""), "kHeads"),
+                   ("a token outside the map", (FIXTURE % "0,").replace("kTokens = { 0, }", "kTokens = { -1, }"),
+                    "outside the token map"),
+                   ("a map that is not + - * % of i", (FIXTURE % "0,").replace("(i * 1 + 0) % 4", "i**10**9"),
+                    "only integers, i, + - * % and parentheses")]
+        for what, text, want in refused:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            rc, out = run(tmp, engram)
+            if rc != 2 or want not in out or TEST not in out:
+                failures.append(f"{what}: exit {rc} (expected 2, {want!r}): {out}")
     for f in failures:
         print("FAIL:", f)
-    print(f"{5 - len(failures)} passed, {len(failures)} failed")
+    print(f"{7 - len(failures)} passed, {len(failures)} failed")
     return 1 if failures else 0
 
 

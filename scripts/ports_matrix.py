@@ -10,6 +10,7 @@ import argparse
 import concurrent.futures
 import datetime
 import glob
+import hashlib
 import json
 import os
 import shlex
@@ -135,9 +136,34 @@ SETTINGS = ("random", "randomSeconds", "seed", "maxRandomFailures", "maxShrunk",
 
 
 def settings_of(args):
-    return {"random": args.random, "randomSeconds": args.random_seconds, "seed": args.seed,
-            "maxRandomFailures": args.max_random_failures, "maxShrunk": args.max_shrunk,
-            "shrinkCalls": args.shrink_calls}
+    return normalized({"random": args.random, "randomSeconds": args.random_seconds, "seed": args.seed,
+                       "maxRandomFailures": args.max_random_failures, "maxShrunk": args.max_shrunk,
+                       "shrinkCalls": args.shrink_calls})
+
+
+def normalized(st):
+    """One spelling of a measurement's settings (600 and 600.0 s are the same budget), for comparing them."""
+    return dict(st, randomSeconds=float(st["randomSeconds"])) if st else st
+
+
+def manifest_digest(vectors):
+    """The sha256 of vectors/MANIFEST.sha256: the vector set a measurement ran against (§VEC.13)."""
+    with open(os.path.join(vectors, "MANIFEST.sha256"), "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def load_results(path):
+    """docs/ports.json's entries by port id; a file of another shape is refused, naming what is wrong."""
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    if not isinstance(doc, dict) or doc.get("format") != 2 or not isinstance(doc.get("ports"), dict):
+        raise ValueError("not a format-2 measurements file: {\"format\": 2, \"ports\": {id: entry}}")
+    for pid, e in doc["ports"].items():
+        missing = [k for k in ("date", "settings", "commit", "whyNot", "rows") if k not in e]
+        if missing or not isinstance(e["rows"], list):
+            raise ValueError(f"ports.{pid}: missing {', '.join(missing) or 'a rows list'}")
+        e["settings"] = normalized(e["settings"])
+    return doc["ports"]
 
 
 def describe(st):
@@ -147,7 +173,9 @@ def describe(st):
     if st["maxRandomFailures"] == 0:
         return text + (f"every case run (`--max-random-failures 0`), the first {st['maxShrunk']} failing cases of "
                        f"each suite shrunk (`--max-shrunk {st['maxShrunk']}`) and the others counted as they failed")
-    return text + f"at most {st['maxRandomFailures']} failing cases kept and shrunk per suite"
+    shrunk = st.get("maxShrunk", -1)
+    return text + (f"at most {st['maxRandomFailures']} failing cases kept per suite, " +
+                   (f"the first {shrunk} of them shrunk" if 0 <= shrunk < st["maxRandomFailures"] else "each shrunk"))
 
 
 def reexplain(port, entry):
@@ -207,8 +235,13 @@ def main():
 
     saved = {}
     if os.path.exists(args.results):
-        with open(args.results, encoding="utf-8") as f:
-            saved = json.load(f)["ports"]
+        try:
+            saved = load_results(args.results)
+        except (ValueError, OSError) as e:  # json.JSONDecodeError is a ValueError
+            print(f"ports: {args.results}: {e}", file=sys.stderr)
+            return 2
+    all_problems = [f"{pid}: a saved measurement in {args.results} with no conformance/ports/{pid}/port.json "
+                    f"(a port removed or renamed: drop its entry)" for pid in saved if pid not in {p["id"] for p in ports}]
     if args.render:
         keep = set(saved)
         to_measure = []
@@ -223,7 +256,8 @@ def main():
         to_measure = ports
 
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    entries, all_problems = {}, []
+    vectors = manifest_digest(args.vectors)
+    entries = {}
     for port in ports:
         if port["id"] in keep:
             entry = saved[port["id"]]
@@ -235,16 +269,26 @@ def main():
         jobs = []  # (port id, suite future list)
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
             for port in to_measure:
-                entry = {"date": date, "settings": settings_of(args), "commit": None, "whyNot": None, "rows": []}
-                entries[port["id"]] = entry
+                entry = {"date": date, "settings": settings_of(args), "vectors": vectors, "commit": None,
+                         "whyNot": None, "rows": []}
                 if port["kind"] == "none":  # a listed port without an adapter yet: say so, measure nothing
                     entry["whyNot"] = port["why"]
+                    entries[port["id"]] = entry
                     continue
                 checkout = os.path.abspath(os.path.join(args.checkouts, port["checkout"]))
                 if not all(os.path.exists(os.path.join(checkout, f)) for f in port["files"]):
-                    entry["whyNot"] = f"no checkout with {', '.join(port['files'])} under {checkout}"
-                    print(f"ports: {port['id']}: not measured (no checkout at {checkout})", file=sys.stderr)
+                    # no checkout: the saved measurement stays (a run never loses one it could not redo)
+                    if port["id"] in saved and saved[port["id"]]["commit"]:
+                        entries[port["id"]] = saved[port["id"]]
+                        all_problems += reexplain(port, saved[port["id"]])
+                        print(f"ports: {port['id']}: no checkout at {checkout}: its measurement of "
+                              f"{saved[port['id']]['date']} is kept", file=sys.stderr)
+                    else:
+                        entry["whyNot"] = f"no checkout with {', '.join(port['files'])} under {checkout}"
+                        entries[port["id"]] = entry
+                        print(f"ports: {port['id']}: not measured (no checkout at {checkout})", file=sys.stderr)
                     continue
+                entries[port["id"]] = entry
                 print(f"ports: {port['id']}: measuring {checkout}", file=sys.stderr)
                 impl = build_impl(port, checkout, args, tmp)
                 futures = [pool.submit(measure_suite, port, impl, suite, args, tmp) for suite in port["suites"]]
@@ -260,7 +304,7 @@ def main():
             entries[port["id"]] = {"date": None, "settings": None, "commit": None, "rows": [],
                                    "whyNot": port["why"] if port["kind"] == "none" else "not measured yet"}
     measured = [(port, entries[port["id"]]) for port in ports]
-    text = render(measured, args)
+    text = render(measured, args, vectors)
     for p in all_problems:
         print(p, file=sys.stderr)
     if args.check:
@@ -283,12 +327,13 @@ def main():
     return 1 if all_problems else 0
 
 
-def render(measured, args):
+def render(measured, args, vectors):
     with open(os.path.join(args.vectors, "v1/hash_v41.json"), encoding="utf-8") as f:
         spec = json.load(f)["specVersion"]
     done = [e for _, e in measured if e["commit"]]
     settings = {json.dumps(e["settings"], sort_keys=True) for e in done}
-    dates = sorted({e["date"] for e in done})
+    dates = sorted({e["date"] for e in done}) or ["(nothing measured)"]
+    sets = {e.get("vectors") for e in done}
     out = []
     out.append("# The public ports, measured")
     out.append("")
@@ -299,8 +344,15 @@ def render(measured, args):
             f"Measured {dates[0]} to {dates[-1]} (each port's section gives its date)")
     common = (f"random cases: {describe(done[0]['settings'])}. " if len(settings) == 1 else
               "random cases: as each port's section says. ") if done else ""
-    out.append(f"{when} with `scripts/ports.sh CHECKOUTS_DIR` against the vectors in `vectors/` (spec {spec}); "
-               + common + "Each port runs through its "
+    one = next(iter(sets)) if len(sets) == 1 else None
+    against = (f"against the committed vectors (spec {spec}, `MANIFEST.sha256` {vectors[:12]}…); "
+               if one == vectors else
+               f"against an earlier vector set (`MANIFEST.sha256` {one[:12]}…; the committed set, spec {spec}, is "
+               f"{vectors[:12]}…: tests added or flagged since have not run on these ports); " if one else
+               f"against the vectors of the day each port's section names (by the sha256 of their "
+               f"`MANIFEST.sha256`; the committed set, spec {spec}, is {vectors[:12]}…, and `vectors/CHANGELOG.md` "
+               f"says what moved: a measurement of an earlier set has not run the tests added since); ")
+    out.append(f"{when} with `scripts/ports.sh CHECKOUTS_DIR` " + against + common + "Each port runs through its "
                "adapter in `conformance/ports/<port>/` (its README says what it claims, what it answers "
                "`unsupported` and why, and what it stubs); nothing of the port is changed. "
                "`scripts/ports.sh CHECKOUTS_DIR --only PORT` measures one port anew and keeps the others' saved "
@@ -349,7 +401,11 @@ def render(measured, args):
             out.append(f"Not measured: {e['whyNot']}.")
             out.append("")
             continue
+        v = e.get("vectors")
         out.append(f"Commit measured: {e['commit'].rstrip('.')}. Measured {e['date']}" +
+                   ("" if one else " against the committed vectors" if v == vectors else
+                    f" against the vector set {v[:12]}… (an earlier one than the committed set)" if v else
+                    " (the vector set was not recorded)") +
                    (f"; random cases: {describe(e['settings'])}." if len(settings) > 1 else "."))
         out.append("")
         rows = e["rows"]

@@ -2,7 +2,8 @@
 """Checks docs/ports.md against what it is generated from, without any port checkout (ctest ports.matrix.*):
 the committed page is what docs/ports.json (the raw measurements) and conformance/ports/*/port.json render,
 with every failure explained; and the check fails when it should (a page edited by hand, a failure reason
-port.json does not explain, a saved measurement of a port that no longer has a port.json entry kept aside)."""
+port.json does not explain, a saved measurement of a port that has no port.json, a malformed measurements
+file), and `--only` without the port's checkout keeps its saved measurement."""
 import json
 import os
 import shutil
@@ -18,6 +19,17 @@ def check(out, results):
     r = subprocess.run([sys.executable, MATRIX, "--render", "--check", "--out", out, "--results", results],
                        capture_output=True, text=True)
     return r.returncode, r.stderr
+
+
+def measurements(path):
+    """What a port did, without the explanations (port.json's, copied in when the entry was written)."""
+    doc = json.load(open(path, encoding="utf-8"))
+    for entry in doc["ports"].values():
+        for row in entry["rows"]:
+            row["failures"] = [f[:2] + f[3:] for f in row["failures"]]
+            for case in row["random"]["shrunk"]:
+                case.pop("why", None)
+    return doc
 
 
 def main():
@@ -55,9 +67,35 @@ def main():
         rc, err = check(edited, unexplained)
         if not planted or rc != 1 or "UNEXPLAINED planted reason" not in err:
             failures.append(f"an unexplained reason was not caught: exit {rc}: {err.strip()[-300:]}")
+        # a saved measurement of a port that has no port.json any more is reported, not dropped silently
+        stray = json.load(open(results, encoding="utf-8"))
+        stray["ports"]["gone"] = next(iter(stray["ports"].values()))
+        with open(unexplained, "w", encoding="utf-8") as f:
+            json.dump(stray, f)
+        rc, err = check(page, unexplained)
+        if rc != 1 or "no conformance/ports/gone/port.json" not in err:
+            failures.append(f"a stray saved measurement was not reported: exit {rc}: {err.strip()[-300:]}")
+        # a port measured with --only whose checkout is absent keeps its saved measurement: nothing is lost
+        kept_results, kept_page = os.path.join(tmp, "kept.json"), os.path.join(tmp, "kept.md")
+        shutil.copy(results, kept_results)
+        empty = os.path.join(tmp, "no-checkouts")
+        os.mkdir(empty)
+        r = subprocess.run([sys.executable, MATRIX, empty, "--only", "ds4", "--results", kept_results, "--out", kept_page],
+                           capture_output=True, text=True)
+        same = (r.returncode == 0 and measurements(kept_results) == measurements(results)
+                and open(kept_page, encoding="utf-8").read() == text)
+        if not same or "is kept" not in r.stderr:
+            failures.append(f"--only with no checkout lost or changed the saved measurement: exit {r.returncode}: "
+                            f"{r.stderr.strip()[-300:]}")
+        # a measurements file of another shape is refused, naming the file
+        with open(unexplained, "w", encoding="utf-8") as f:
+            f.write('{"ports": []}')
+        rc, err = check(page, unexplained)
+        if rc != 2 or "not a format-2 measurements file" not in err:
+            failures.append(f"a malformed measurements file was not refused: exit {rc}: {err.strip()[-300:]}")
     for f in failures:
         print("FAIL:", f)
-    print(f"{3 - len(failures)} passed, {len(failures)} failed")
+    print(f"{6 - len(failures)} passed, {len(failures)} failed")
     return 1 if failures else 0
 
 

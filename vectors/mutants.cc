@@ -300,10 +300,14 @@ bool GapAccepts(ConfigGap gap, const nlohmann::json& config, const std::string& 
       const char* const max_key = v41 ? "engram_max_ngram_size" : "max_ngram_size";
       if (!config.contains(max_key) || config[max_key] != 1) return false;
       repaired[max_key] = 2;
-      // demo-v1 lists one base per order (§CFG.3): max n-gram 1 with no base is the one-gap form, and max
-      // n-gram 2 needs a base there, which that code never reads. A list already holding one stays.
-      if (!v41 && config.contains("engram_vocab_size") && config["engram_vocab_size"].is_array() &&
-          config["engram_vocab_size"].empty()) {
+      if (!v41) {
+        // demo-v1 lists one base per order (§CFG.3): max n-gram 1 with no base breaks this rule alone (a base
+        // listed beside it breaks the base count too: two gaps, neither flag), and max n-gram 2 needs a base
+        // there, which that code never reads.
+        if (!config.contains("engram_vocab_size") || !config["engram_vocab_size"].is_array() ||
+            !config["engram_vocab_size"].empty()) {
+          return false;
+        }
         repaired["engram_vocab_size"] = nlohmann::json::array({DemoV1ConfigJson()["engram_vocab_size"][0]});
       }
       break;
