@@ -52,7 +52,7 @@ std::vector<std::string> VerifierProblems(const RandomSuite& gen, const std::vec
 TEST(RandomCases, EveryGeneratedCaseIsAVectorTheVerifierAccepts) {
   for (const RandomSuite& gen : RandomSuites()) {
     std::vector<RandomCase> cases;
-    const int64_t n = engram::testutil::SanitizedCount(300, 100);
+    const int64_t n = engram::testutil::SanitizedCount(300, 40);
     for (int64_t i = 0; i < n; ++i) cases.push_back(DrawCase(gen, 42, i));
     const std::vector<std::string> problems = VerifierProblems(gen, cases);
     EXPECT_TRUE(problems.empty()) << gen.suite << ": " << problems.size() << " problem(s), the first: " << problems[0];
@@ -199,13 +199,13 @@ RC_GTEST_PROP(RandomCases, ShrinkCandidatesAreCasesToo, (uint64_t seed, uint16_t
   RC_ASSERT(CandidateProblems(*gens[which], seed, index).empty());
 }
 
-// The same for the fusion suites over 12 cases each (a fusion case has some
+// The same for the fusion suites over 12 cases each (4 under the sanitizers; a fusion case has some
 // 20 to 60 candidates, each with its arrays re-cut: the shapes of every
 // array must follow the new dim, hc, hidden, kernel, steps, positions).
 TEST(RandomCases, FusionShrinkCandidatesAreCasesToo) {
   for (const RandomSuite& gen : RandomSuites()) {
     if (!IsFusionSuite(gen.suite)) continue;
-    for (int64_t index = 0; index < 12; ++index) {
+    for (int64_t index = 0; index < engram::testutil::SanitizedCount(12, 4); ++index) {
       const std::vector<std::string> problems = CandidateProblems(gen, 17, index);
       EXPECT_TRUE(problems.empty()) << gen.suite << " case " << index << ": " << problems[0];
     }

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 #include <rapidcheck/gtest.h>
 
 #include "base/error.h"
+#include "base/sanitized.h"
 #include "conformance/runner/conform_test_util.h"
 #include "conformance/runner/shard.h"
 
@@ -166,7 +168,10 @@ TEST(Shards, OneThreeAndSevenShardsMergeToTheSingleRun) {
   ASSERT_EQ(single.exit_code, 0) << single.out;
   const json s = json::parse(Slurp(single_report));
   ASSERT_EQ(LastLine(single.out).rfind("conformance: OK: ", 0), 0u) << single.out;
-  for (int shards : {1, 3, 7}) {
+  // Under the sanitizers three shards only: one, three and seven walk the same split and merge code, and
+  // each shard is a run of the runner (base/sanitized.h); the release build runs all three counts.
+  const std::vector<int> counts = engram::testutil::kSanitized ? std::vector<int>{3} : std::vector<int>{1, 3, 7};
+  for (int shards : counts) {
     const std::string paths = RunShards("equal" + std::to_string(shards), shards);
     const fs::path merged_report = Dir() / ("merged" + std::to_string(shards) + ".json");
     const fs::path junit = Dir() / ("merged" + std::to_string(shards) + ".xml");
