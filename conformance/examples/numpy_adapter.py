@@ -81,6 +81,8 @@ catalogued port; conform_tests runs each):
   fork-refuses-existing     refuses a fork onto a name that exists (§VEC.7: the fork replaces that sequence)
 """
 import argparse
+import bisect
+import functools
 import hashlib
 import json
 import math
@@ -247,6 +249,7 @@ def parse_config(doc, profile=None):
 # ----------------------------------------------------------------------------- §LAY primes and layout
 
 
+@functools.lru_cache(maxsize=None)  # every test rebuilds its layout: the same candidates again (--bug is fixed per process)
 def is_prime(n):
     """Deterministic Miller-Rabin for n < 3.3e24 (first twelve prime bases)."""
     if n < 2:
@@ -500,6 +503,7 @@ def e8m0_value(scale):
 
 
 E4M3_F32 = np.array([e4m3_value(c) for c in range(256)], dtype=np.float32)  # exact in float32
+E4M3_FINITE_POSITIVE = [e4m3_value(c) for c in range(0x7F)]  # codes 0x00-0x7E, increasing (no --bug touches them)
 
 
 def e8m0_f32():
@@ -1039,7 +1043,7 @@ def e4m3_encode(x):
     a = abs(x)
     if a >= 448.0:
         return sign | 0x7E
-    lo = max(c for c in range(0x7F) if e4m3_value(c) <= a)
+    lo = bisect.bisect_right(E4M3_FINITE_POSITIVE, a) - 1  # the largest code not above a
     if e4m3_value(lo) == a or lo == 0x7E:
         return sign | lo
     hi = lo + 1
