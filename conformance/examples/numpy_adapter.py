@@ -87,6 +87,7 @@ import hashlib
 import json
 import math
 import re
+import struct
 import sys
 import unicodedata
 
@@ -506,8 +507,15 @@ E4M3_F32 = np.array([e4m3_value(c) for c in range(256)], dtype=np.float32)  # ex
 E4M3_FINITE_POSITIVE = [e4m3_value(c) for c in range(0x7F)]  # codes 0x00-0x7E, increasing (no --bug touches them)
 
 
+@functools.cache  # once per run: the --bug is chosen before the first request
 def e8m0_f32():
     return np.array([e8m0_value(s) for s in range(256)], dtype=np.float32)  # exact (2^-127 is a subnormal)
+
+
+@functools.cache
+def e4m3_values():
+    """e4m3_value of every code, as Python floats (under this run's --bug)."""
+    return [e4m3_value(c) for c in range(256)]
 
 
 def f32_hex(x):
@@ -531,7 +539,7 @@ def bf16_to_f32(bits):
 
 
 def bf16_hex(bits):
-    return "".join("%04x" % int(b) for b in np.asarray(bits).ravel())
+    return np.asarray(bits).ravel().astype(">u2").tobytes().hex()  # 4 hex digits per value, most significant first
 
 
 def flush_subnormals(x):
@@ -941,8 +949,17 @@ def token_lookup_test(group, test):
 # arithmetic; sums sequential from +0; sigmoid/exp/SiLU as the double value rounded once). P is 64 or 32.
 
 
+F32 = struct.Struct("<f")
+
+
 def rnd(x, p):
-    return x if p == 64 else float(np.float32(x))
+    """x rounded to float32 (nearest, ties to even) when p is 32: struct's cast, C's (float)x, as numpy's is."""
+    if p == 64:
+        return x
+    try:
+        return F32.unpack(F32.pack(x))[0]
+    except OverflowError:  # struct refuses what rounds to an infinity; numpy gives the infinity
+        return float(np.float32(x))
 
 
 def fx(h):
@@ -954,8 +971,12 @@ def hexf(x):
     return x.hex() if math.isfinite(x) else ("nan" if x != x else ("inf" if x > 0 else "-inf"))
 
 
+U32 = struct.Struct("<I")
+
+
 def bf16v(bits):
-    return float(bf16_to_f32([bits])[0])
+    """One bf16 (16 bits) -> its value: the top half of a float32."""
+    return F32.unpack(U32.pack(bits << 16))[0]
 
 
 def bf16_of(x):
@@ -1079,6 +1100,8 @@ def fp8_linear(codes, scales, w_codes, w_scales, out, inn, p):
     if inn % 32 or len(codes) != inn or len(w_codes) != out * inn or len(w_scales) != -(-out // 32) * (inn // 32):
         raise ValueError("fp8 wkv: shapes do not match")
     kb = inn // 32
+    e4m3 = e4m3_values()
+    a = [e4m3[c] for c in codes]  # the activation's codes, decoded once for every output
     y = []
     for n in range(out):
         acc = 0.0
@@ -1088,7 +1111,7 @@ def fp8_linear(codes, scales, w_codes, w_scales, out, inn, p):
             else:
                 sw = e8m0_value(w_scales[(n // 32) * kb + b])
             sa = e8m0_value(scales[b])
-            prods = [e4m3_value(codes[i]) * e4m3_value(w_codes[n * inn + i]) for i in range(b * 32, b * 32 + 32)]
+            prods = [a[i] * e4m3[w_codes[n * inn + i]] for i in range(b * 32, b * 32 + 32)]
             if p == 64:
                 for q in prods:
                     acc += q * sa * sw
