@@ -1,17 +1,21 @@
 // spec/conformance.md §CONF.4 — vector files against their JSON Schemas.
 #include "vectors/schema_check.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <future>
 #include <memory>
 #include <limits>
 #include <optional>
+#include <regex>
+#include <set>
+#include <unordered_map>
 
 #include <valijson/adapters/nlohmann_json_adapter.hpp>
 #include <valijson/schema.hpp>
 #include <valijson/schema_parser.hpp>
-#include <valijson/validator.hpp>
+#include <valijson/validation_visitor.hpp>
 
 #include "base/error.h"
 #include "reference/input_files.h"
@@ -33,6 +37,64 @@ void ClampForValijson(nlohmann::json& v) {
   } else if (v.is_structured()) {
     for (nlohmann::json& child : v) ClampForValijson(child);
   }
+}
+
+// A `pattern` (the hex strings: "^([0-9a-f]{2})*$") is matched by std::regex,
+// the one engine valijson 1.0 offers. libstdc++'s default executor recurses
+// once per character a repetition takes (GCC bug 86164): on this machine a
+// string of 40,000 characters overflowed the thread's 8 MiB stack and the
+// runner died of SIGSEGV, on vectors re-signed with one long row. Its
+// non-recursive executor (the libstdc++ extension flag __polynomial: a
+// Thompson NFA, no stack per character) is 2 to 5 times slower on the short
+// strings every committed vector holds (1,515 characters at most), so it
+// compiles the patterns only for a document that holds a string longer than
+// kLongString; valijson takes compiled patterns from the cache it is handed.
+constexpr size_t kLongString = 4096;
+
+size_t LongestString(const nlohmann::json& v) {
+  if (v.is_string()) return v.get_ref<const std::string&>().size();
+  size_t longest = 0;
+  if (v.is_object()) {
+    for (const auto& [key, child] : v.items()) longest = std::max({longest, key.size(), LongestString(child)});
+  } else if (v.is_array()) {
+    for (const nlohmann::json& child : v) longest = std::max(longest, LongestString(child));
+  }
+  return longest;
+}
+
+// Every "pattern" keyword's value in a schema document, anywhere in it.
+void CollectPatterns(const nlohmann::json& schema, std::set<std::string>& out) {
+  if (schema.is_object()) {
+    for (const auto& [key, child] : schema.items()) {
+      if (key == "pattern" && child.is_string()) out.insert(child.get<std::string>());
+      CollectPatterns(child, out);
+    }
+  } else if (schema.is_array()) {
+    for (const nlohmann::json& child : schema) CollectPatterns(child, out);
+  }
+}
+
+using RegexCache = std::unordered_map<std::string, std::regex>;
+
+// The patterns of every schema of the directory (a suite schema references
+// common.schema.json's), compiled for the non-recursive executor.
+RegexCache NonRecursivePatterns(const std::map<std::string, std::string>& schemas) {
+  std::set<std::string> patterns;
+  for (const auto& [name, bytes] : schemas) CollectPatterns(ParseJson(bytes, "schema/" + name), patterns);
+#if defined(__GLIBCXX__)
+  constexpr auto kFlags = std::regex::ECMAScript | std::regex_constants::__polynomial;
+#else
+  constexpr auto kFlags = std::regex::ECMAScript;  // another library: its own executor, as valijson would use
+#endif
+  RegexCache out;
+  for (const std::string& p : patterns) {
+    try {
+      out.emplace(p, std::regex(p, kFlags));
+    } catch (const std::regex_error&) {
+      // valijson compiles it itself when it applies, and reports it as it would without this cache.
+    }
+  }
+  return out;
 }
 
 // valijson's context ("<root>", "[testGroups]", "[0]", ...) as
@@ -112,13 +174,20 @@ std::string Check(const SchemaCheckFile& file, const std::map<std::string, std::
   }
   nlohmann::json target = doc;  // valijson's adapter reads nlohmann::json, not ordered_json
   ClampForValijson(target);
-  valijson::Validator validator;
+  RegexCache regexes;
+  try {
+    if (LongestString(target) > kLongString) regexes = NonRecursivePatterns(schemas);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  // valijson::Validator::validate, with our cache: a visitor at the root, strict types.
+  using Visitor = valijson::ValidationVisitor<valijson::adapters::NlohmannJsonAdapter>;
   valijson::adapters::NlohmannJsonAdapter target_adapter(target);
-  if (validator.validate(schema, target_adapter, nullptr)) return "";
+  if (Visitor(target_adapter, {"<root>"}, true, nullptr, regexes).validateSchema(schema)) return "";
   // Invalid: validate again collecting the reasons (slower, only on failure);
   // the first is the innermost one.
   valijson::ValidationResults results;
-  validator.validate(schema, target_adapter, &results);
+  Visitor(target_adapter, {"<root>"}, true, &results, regexes).validateSchema(schema);
   valijson::ValidationResults::Error first;
   std::string reason = "no reason given";
   std::string place = "the top level";
