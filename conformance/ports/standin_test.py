@@ -26,7 +26,10 @@ def main():
     standin = port["standin"]
     python = os.environ.get("ENGRAM_PORTS_PYTHON") or os.environ.get("ENGRAM_PYTHON") or ""
     probe = standin.get("imports", ["numpy"])
-    if not python or subprocess.run([python, "-c", "import " + ", ".join(probe)], capture_output=True).returncode:
+    # Found, not imported: importing torch takes a second of CPU, and every conform run below imports it again.
+    # (A module that is there but broken fails the run below instead of skipping it.)
+    find = "import importlib.util, sys; sys.exit(any(importlib.util.find_spec(m) is None for m in sys.argv[1:]))"
+    if not python or subprocess.run([python, "-c", find] + probe, capture_output=True).returncode:
         print(f"skipped: the {port_id} adapter needs a python with {', '.join(probe)} "
               f"(ENGRAM_PORTS_PYTHON; got {python or 'none'})")
         return 77
