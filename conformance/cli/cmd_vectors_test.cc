@@ -50,8 +50,8 @@ TEST(CliVectors, GenerateReproducesCommittedAndVerifyCatchesTampering) {
   fs::remove_all(out);
   const fs::path committed = fs::path(ENGRAM_SOURCE_DIR) / "vectors";
   // Under the sanitizers every suite but `accumulated` is regenerated (--suite): its 10^7-position digests
-  // took 55 of this test's 65 s there, and they are regenerated, compared and verified by this test in the
-  // release build and by scripts/test.sh's vector stage; the stream and digest code runs under the
+  // took 55 of this test's 65 s there, and they are regenerated and compared by this test in the release
+  // build and verified by scripts/test.sh's vector stage; the stream and digest code runs under the
   // sanitizers in ConformLib's accumulated tests (10^3 and 10^5 positions).
   std::string only;
   if (engram::testutil::kSanitized) {
