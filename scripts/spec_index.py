@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Writes the per-rule index of spec/README.md: for every § id of spec/*.md, where the code that
-implements it cites it (file:line), the vector suites that exercise it, the tests that name it, and the
-docs pages that explain it. Like the suite tables of RFC 9380, but per rule, and one step from each rule
-to the line that implements it.
+"""Writes the per-rule index of spec/README.md: for every § id of spec/*.md, the files whose code
+implements it (citing it), the vector suites that exercise it, the tests that name it, and the docs pages
+that explain it. Like the suite tables of RFC 9380, but per rule. Files, not lines: the index changes
+when a file starts or stops citing a rule, never because lines moved.
 
 A file cites a rule by
   - the exact id (`§HASH.1` does not match `§HASH.10`);
@@ -10,7 +10,7 @@ A file cites a rule by
   - in tests only, a test name's suffix (`TEST(Layout, PrimesAreDistinct_LAY3)`, `..._FUS2_1` is §FUS.2).
 Where the files are:
   code     every source file under reference/ vectors/ base/ conformance/ cuda/ (not tests, fuzzers or
-           cross-checks), first citing line shown
+           cross-checks)
   vectors  vectors/v1/*.json citing the id anywhere (specRef, notes, comments); a suite whose groups
            carry a `tolerance` object exercises §FUS.9, one whose intermediates hold a `window` §HASH.8
   tests    every *_test.cc, the fuzzers, conformance/crosscheck/*.py, the bad-input catalogue, the checks
@@ -128,17 +128,17 @@ def main():
             refs.add("§HASH.8")
         suites[os.path.splitext(os.path.basename(f))[0]] = refs
 
-    def where(found, rule, with_line):
-        hits = sorted(((os.path.relpath(f, ROOT), lines[rule]) for f, lines in found.items() if rule in lines),
-                      key=lambda h: (not h[0].startswith("reference/"), h[0]))
-        return ", ".join(("`%s:%d`" % h) if with_line else ("`%s`" % h[0]) for h in hits)
+    def where(found, rule):
+        hits = sorted((os.path.relpath(f, ROOT) for f, lines in found.items() if rule in lines),
+                      key=lambda h: (not h.startswith("reference/"), h))
+        return ", ".join("`%s`" % h for h in hits)
 
     problems = []
-    lines = [BEGIN, "", "| § | rule | code (first citing line; reference first) | vector suites | tests and cross-checks | docs |",
+    lines = [BEGIN, "", "| § | rule | code (reference first) | vector suites | tests and cross-checks | docs |",
              "|---|---|---|---|---|---|"]
     for rule, title, spec in rules:
-        ref = where(code, rule, True)
-        tst = where(tests, rule, False)
+        ref = where(code, rule)
+        tst = where(tests, rule)
         vec = ", ".join("`%s`" % s for s, refs in sorted(suites.items()) if rule in refs)
         doc = ", ".join("[%s](../docs/%s)" % (os.path.basename(f), os.path.basename(f))
                         for f, found in docs.items() if rule in found)
