@@ -7,6 +7,6 @@
 namespace engram {
 
 // §VEC.11 The version of the specification this code implements.
-inline constexpr const char* kSpecVersion = "0.3.1";
+inline constexpr const char* kSpecVersion = "0.4.0";
 
 }  // namespace engram

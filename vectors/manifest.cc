@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "base/fileio.h"
 #include "base/sha256.h"
+#include "base/version.h"
 #include "reference/input_files.h"
 
 namespace engram::vectors {
@@ -110,6 +111,36 @@ std::optional<std::string> ReleasedSet(const std::string& manifest_sha256) {
     if (digest == manifest_sha256) return version;
   }
   return std::nullopt;
+}
+
+// vectors/MANIFEST.sha256's digest at configure time (build_set.inc), re-read by
+// CMake whenever the manifest changes.
+const std::string& BuildSetSha256() {
+  static const std::string digest =
+#include "vectors/build_set.inc"
+      ;
+  return digest;
+}
+
+SetKind ClassifySet(const std::string& manifest_sha256) {
+  SetKind kind;
+  kind.manifest_sha256 = manifest_sha256;
+  kind.released = ReleasedSet(manifest_sha256);
+  // §VEC.13 Between releases the set in the source tree is "unreleased": the
+  // tool knows its bytes (it was built from them), but no port may pin it.
+  kind.unreleased = !kind.released && manifest_sha256 == BuildSetSha256();
+  return kind;
+}
+
+std::string SetKind::Describe() const {
+  if (released) {
+    if (*released == kSpecVersion) return "released set " + *released;
+    return "released set " + *released + ", an earlier one (this tool implements spec " + kSpecVersion + ")";
+  }
+  if (unreleased) {
+    return std::string("unreleased set ") + kSpecVersion + " (the set this tool was built with; not a release)";
+  }
+  return "modified, not a released set";
 }
 
 }  // namespace engram::vectors

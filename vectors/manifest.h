@@ -47,6 +47,26 @@ std::optional<std::string> ReleasedSet(const std::string& manifest_sha256);
 /// of vectors/RELEASED.
 const std::vector<std::pair<std::string, std::string>>& ReleasedSets();
 
+/// §VEC.13 The SHA-256 of the MANIFEST.sha256 in the source tree this tool was
+/// built from (vectors/, compiled in): the set whose expectations it computes.
+const std::string& BuildSetSha256();
+
+/// §VEC.13 What a vectors directory is, decided from its manifest's SHA-256
+/// alone (never from a label a report or a file carries).
+struct SetKind {
+  std::string manifest_sha256;
+  /// The specVersion of the released set it is, or nothing.
+  std::optional<std::string> released;
+  /// Not released, and the very set this tool was built with (spec kSpecVersion).
+  bool unreleased = false;
+  /// Bytes this tool knows: a released set, or its own unreleased one.
+  bool Known() const { return released.has_value() || unreleased; }
+  /// The words of the verdict line: "released set 0.3.1", "released set 0.3.0,
+  /// an earlier one (...)", "unreleased set 0.4.0 (...)", "modified, not a released set".
+  std::string Describe() const;
+};
+SetKind ClassifySet(const std::string& manifest_sha256);
+
 }  // namespace engram::vectors
 
 #endif  // ENGRAM_VECTORS_MANIFEST_H_

@@ -41,6 +41,7 @@
 #include "base/hex.h"
 #include "base/sha256.h"
 #include "base/sanitized.h"
+#include "base/version.h"
 #include "reference/token_map.h"
 
 namespace {
@@ -96,10 +97,10 @@ std::string TestsIn(const std::string& suite, int less) {
 
 std::string Expand(const std::string& s) {
   // {repo}: the source tree; {plugin}: the reference C-ABI plug-in;
-  // {plugins}: the directory of the test plug-ins built beside it.
+  // {plugins}: the directory of the test plug-ins built beside it; {spec}: the spec version.
   static const std::string plugins = fs::path(ENGRAM_PLUGIN).parent_path().string();
   const std::vector<std::pair<std::string, std::string>> vars = {
-      {"{repo}", kRepo.string()}, {"{plugins}", plugins}, {"{plugin}", ENGRAM_PLUGIN}};
+      {"{repo}", kRepo.string()}, {"{plugins}", plugins}, {"{plugin}", ENGRAM_PLUGIN}, {"{spec}", engram::kSpecVersion}};
   std::string out;
   for (size_t at = 0; at < s.size();) {
     // {tests:SUITE} / {tests:SUITE-K}: the number of tests in the committed
@@ -166,7 +167,7 @@ std::string Edit(std::string bytes, const json& spec) {
   if (spec.contains("eraseTestKeys")) bytes = EraseTestKeys(bytes, spec["eraseTestKeys"]);
   if (spec.contains("replace")) {
     for (const json& pair : spec["replace"]) {
-      const std::string from = pair[0], to = Deep(pair[1]);
+      const std::string from = Expand(pair[0]), to = Deep(pair[1]);
       const size_t at = bytes.find(from);
       if (at == std::string::npos) throw std::runtime_error("replace: '" + from + "' not found");
       bytes.replace(at, from.size(), to);

@@ -478,9 +478,8 @@ int MergeReports(const MergeOptions& o, std::ostream& out) {
   v.tested = v.total.tested;
   v.trivial = v.total.trivial;
   v.strict_stale = work.value("strictStale", false);
-  v.vectors_kind = work.value("vectorsKind", "");
-  v.manifest_sha256 = work.value("vectorsManifestSha256", "");
-  v.vectors_released = v.vectors_kind.rfind("released", 0) == 0;
+  // §VEC.13 The kind from the digest, never from the shards' own label.
+  v.SetVectors(vectors::ClassifySet(work.value("vectorsManifestSha256", "")));
   v.shard = {0, 1, "engram report merge of " + std::to_string(shards.size()) + " shard(s)"};
   const std::string saved_line = SaveMergedFailures(o, failing, random, v);
   Scope scope;

@@ -14,6 +14,7 @@
 
 #include "conformance/runner/runner.h"
 #include "conformance/runner/shard.h"
+#include "vectors/manifest.h"
 
 namespace engram::conform {
 
@@ -52,11 +53,19 @@ struct Verdict {
   // §CONF.7 the random phase: summary lines, and its --report-json object.
   std::vector<std::string> random_lines;
   nlohmann::ordered_json random;
-  // §VEC.13 The vectors judged against: "released set 0.1.0" or "modified,
-  // not a released set", and the SHA-256 of their MANIFEST.sha256.
+  // §VEC.13 The vectors judged against (vectors::SetKind::Describe(), decided
+  // from the SHA-256 of their MANIFEST.sha256), and that digest. Known: a
+  // released set or this tool's own unreleased one.
   std::string vectors_kind;
   std::string manifest_sha256;
   bool vectors_released = false;
+  bool vectors_known = false;
+  void SetVectors(const vectors::SetKind& kind) {
+    vectors_kind = kind.Describe();
+    manifest_sha256 = kind.manifest_sha256;
+    vectors_released = kind.released.has_value();
+    vectors_known = kind.Known();
+  }
   // §CONF.9 the share of the work this verdict is about: a lone shard of
   // several is never OK (its line says PARTIAL); it is clean when nothing in
   // it failed.

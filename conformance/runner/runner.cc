@@ -860,13 +860,7 @@ int RunConformance(const Options& options, std::ostream& out) {
 
   Verdict verdict = Decide(run, random);
   // §VEC.13 What the tests were judged against.
-  verdict.vectors_released = run.vectors.released.has_value();
-  verdict.vectors_kind = !verdict.vectors_released ? "modified, not a released set"
-                         : *run.vectors.released == vectors::kSpecVersion
-                             ? "released set " + *run.vectors.released
-                             : "released set " + *run.vectors.released + ", an earlier one (this runner implements spec " +
-                                   vectors::kSpecVersion + ")";
-  verdict.manifest_sha256 = run.vectors.manifest_sha256;
+  verdict.SetVectors(vectors::ClassifySet(run.vectors.manifest_sha256));
   AddRandom(options, random, verdict);
   verdict.shard_record = ShardRecord(run, random, hello, verdict);
   // §CONF.9 what needs the whole run (a suite in which nothing passed,

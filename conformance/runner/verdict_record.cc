@@ -82,7 +82,9 @@ Profiles ReadProfiles(const Options& options, const std::set<std::string>& suite
 std::vector<std::string> LevelReasons(const Level& level, const Options& options, const std::vector<TestResult>& results,
                                       const Verdict& verdict, const Profiles& profiles) {
   std::vector<std::string> reasons;
-  if (!verdict.vectors_released) reasons.push_back("the vectors are not a released set (§VEC.13)");
+  if (!verdict.vectors_known) {
+    reasons.push_back("the vectors are neither a released set nor the unreleased set this tool was built with (§VEC.13)");
+  }
   for (const std::string& p : verdict.problems) reasons.push_back("run: " + p);
   if (verdict.suites.count("contract") && verdict.suites.at("contract").failed > 0) {
     reasons.push_back("contract: " + std::to_string(verdict.suites.at("contract").failed) + " check(s) failed");

@@ -111,3 +111,5 @@ def write_vectors_dir(out: str, docs: List[Tuple[str, str]], schema_dir: str) ->
     """§CONF.7, §VEC.9"""
 def released_set(manifest_sha256: str) -> Optional[str]:
     """§VEC.13"""
+def vectors_kind(manifest_sha256: str) -> str:
+    """§VEC.13"""

@@ -1,8 +1,8 @@
 """The golden vectors as data (spec/vectors.md), the random cases (§CONF.7) and the runner's verdict (§CONF.4).
 
 The released vectors ship inside the package (``engram/_vectors/``). ``ENGRAM_VECTORS=DIR`` points at another
-vectors directory; like ``engram conform``, a directory whose MANIFEST.sha256 is not a released set's
-(vectors/RELEASED, §VEC.13) is named "modified, not a released set" (:func:`kind`).
+vectors directory; like ``engram conform``, a directory is named by its MANIFEST.sha256 alone: a released set, the
+unreleased set this module was built with, or "modified, not a released set" (:func:`kind`, §VEC.13).
 """
 from __future__ import annotations
 
@@ -66,13 +66,7 @@ def _manifest(dir_: str) -> Dict[str, Any]:
 
 def kind() -> str:
     """§VEC.13 What the cases are judged against, in the words of ``engram conform``'s verdict."""
-    m = _manifest(str(directory()))
-    r = m["released"]
-    if r is None:
-        return "modified, not a released set"
-    if r == _core.SPEC_VERSION:
-        return f"released set {r}"
-    return f"released set {r}, an earlier one (this module implements spec {_core.SPEC_VERSION})"
+    return _core.vectors_kind(_manifest(str(directory()))["sha256"])
 
 
 def suites() -> List[str]:

@@ -491,4 +491,6 @@ NB_MODULE(_core, m) {
     return log.str();
   }, "out"_a, "docs"_a, "schema_dir"_a);
   m.def("released_set", &engram::vectors::ReleasedSet, "manifest_sha256"_a);
+  m.def("vectors_kind", [](const std::string& sha) { return engram::vectors::ClassifySet(sha).Describe(); },
+        "manifest_sha256"_a);
 }
