@@ -22,7 +22,10 @@ facts a port relies on (porting/facts.py, code). It then checks every statement 
   * the schemas: every property of a documented type (group level, test level, nested step level)
     carries the annotations the tables need, and the code (porting/code_tables.py: dims, facts,
     conditions) knows every type and condition the schemas name;
-  * spec/conformance.md §CONF.1: its nested-output table and its hex-float table agree with the schemas.
+  * spec/conformance.md §CONF.1: its nested-output table and its hex-float table agree with the schemas;
+  * the prose (porting/prose.py): sentences of docs/porting.md, its generated reference included, and of the
+    spec sections that state the same facts, on facts the vectors or the spec decide (a fork onto an existing
+    name, the invalid HashStateTests, the rollbacks that MUST succeed, ...), and the tcIds a sentence names.
 
 Then it renders the worked examples: for each type the smallest valid test (by the length of its
 request line, preferring tests whose inputs and outputs hold no empty list or string) as the real

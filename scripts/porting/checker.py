@@ -2,10 +2,12 @@
 when their condition holds, no undocumented key, shapes from the dimension formulas, encodings, facts),
 the schemas' annotations the model is read from, and the tables of spec/conformance.md §CONF.1."""
 import math
+import os
 import re
 
-from porting.base import HEX, HEX_FLOAT, META, SPEC, SUITES, Problems
+from porting.base import HEX, HEX_FLOAT, META, ROOT, SPEC, SUITES, Problems
 from porting.facts import Unchecked, fact_binary_history, hash_dims
+from porting.prose import check_claims, check_named_tests, spec_sections
 from porting.protocol import group_sent, nested_lists, split
 from porting.schema_model import MODEL, MODEL_PROBLEMS, Ctx, Key, show_shape
 
@@ -332,8 +334,16 @@ def neg2_tests(vectors):
     return [t for g in vectors["hash_v41"]["testGroups"] if g["type"] == "HashTest" for t in g["tests"] if -2 in t["ids"]]
 
 
-def check_prose(vectors, doc_text, probs):
-    """Claims of the hand-written prose of docs/porting.md that the vectors decide."""
+def check_prose(vectors, doc_text, probs, read_spec=None):
+    """Claims of the prose of docs/porting.md (and of the spec sections that state the same facts) that the
+    vectors or the spec's normative sentences decide (porting/prose.py). `read_spec(path)` reads a spec
+    file (default: from the tree)."""
+    def read(path):
+        with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+            return f.read()
+    spec = spec_sections(read_spec or read)
+    check_claims(vectors, dict({"docs/porting.md": doc_text}, **spec), spec, probs)
+    check_named_tests(vectors, "docs/porting.md", doc_text, probs)
     neg2 = neg2_tests(vectors)
     ids = [t["tcId"] for t in neg2]
     if not neg2 or any(t["result"] != "invalid" for t in neg2):
