@@ -598,6 +598,40 @@ Range V41OutRange(double h, double v_lo, double v_hi, double g_lo, double g_hi) 
   return r;
 }
 
+// §FUS.9 The flush allowance of a bf16 GEMM (oneDNN's VDPBF16PS / TDPBF16PS
+// and VCVTNEPS2BF16 treat subnormal inputs as zero and flush subnormal results,
+// spec/sources.md [SRC-X86-BF16]). Every product of two bf16 values is exact in
+// double, so the terms, their sums and the multiple-of-2^-126 test are exact
+// (the sums' rounding, 2^-53 relative, is far below the widths).
+std::vector<Range> Bf16GemmFlushRange(std::span<const double> x, std::span<const double> w, size_t out,
+                                      std::span<const double> exact) {
+  CheckSize(w.size(), out * x.size(), "wkv weight");
+  CheckSize(exact.size(), out, "bf16 GEMM float64 outputs");
+  const double min_normal = std::ldexp(1.0, -126);
+  auto subnormal = [&](double v) { return v != 0 && std::fabs(v) < min_normal; };
+  std::vector<Range> r(out);
+  for (size_t n = 0; n < out; ++n) {
+    r[n] = {exact[n], exact[n]};
+    if (!std::isfinite(exact[n])) continue;  // §FUS.9.1: lo = hi = r where r is not finite
+    double kept = 0, daz_pos = 0, daz_neg = 0, groups = 0;
+    for (size_t k = 0; k < x.size(); ++k) {
+      const double t = x[k] * w[n * x.size() + k];
+      // DAZ: a term with a subnormal factor may be read as 0 (the whole term drops out), or kept.
+      if (subnormal(x[k]) || subnormal(w[n * x.size() + k])) {
+        (t > 0 ? daz_pos : daz_neg) += t;
+      } else {
+        kept += t;  // apart from the DAZ terms: a huge one would round the small ones away in y
+      }
+      // FTZ: a flushed partial sum below 2^-126 holds a term with bits below 2^-126 (sums of
+      // multiples of 2^-126 are multiples of it, in float32 too); the groups flushed are disjoint.
+      if (t != 0 && std::fmod(t, min_normal) != 0) groups += 1;
+    }
+    r[n].lo = std::min(exact[n], kept + daz_neg - groups * min_normal);
+    r[n].hi = std::max(exact[n], kept + daz_pos + groups * min_normal);
+  }
+  return r;
+}
+
 // §FUS.9.1 demo-v1: the values a port may compute from allowed inputs. Every
 // bound below is the exact range of the float64 formula over the allowed box
 // (or an enclosure of it), widened by the error of any float32 evaluation:

@@ -278,6 +278,19 @@ Range V41DotRange(std::span<const uint16_t> h, std::span<const double> key_lo, s
 /// lie at the corners because h + g * v is linear in g for each v.
 Range V41OutRange(double h, double v_lo, double v_hi, double g_lo, double g_hi);
 
+/// §FUS.9 The exact values a bf16 GEMM (§FUS.2's plain wkv, y[n] = Σ_k x[k] w[n][k])
+/// may reach under flush to zero, per output n, hulled with `exact[n]` (the
+/// float64 y): a port may take a subnormal bf16 factor as zero (DAZ: each such
+/// term t_k may drop out), and may flush any product, partial sum or result
+/// below 2^-126 to zero (FTZ: each flush drops a group of terms whose sum is
+/// below 2^-126, and a group needs a term that is not a multiple of 2^-126).
+/// So lo = Σ_{k∉D} t_k + Σ_D min(t_k, 0) − N · 2^-126 and hi = Σ_{k∉D} t_k +
+/// Σ_D max(t_k, 0) + N · 2^-126 (float64 sums), D the terms with a subnormal
+/// factor, N the nonzero terms that are not multiples of 2^-126. Where y is
+/// not finite the interval is y alone.
+std::vector<Range> Bf16GemmFlushRange(std::span<const double> x, std::span<const double> w, size_t out,
+                                      std::span<const double> exact);
+
 /// §FUS.9.1 γ_n = n u / (1 − n u) with u = 2^-24 (float32's unit roundoff): a
 /// product of n factors (1 + δ_i), |δ_i| ≤ u, is 1 + θ with |θ| ≤ γ_n.
 double Float32Gamma(double n);
