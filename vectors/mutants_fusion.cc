@@ -1,6 +1,7 @@
 #include "vectors/mutants_fusion.h"
 
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "reference/detail/short_conv.h"
@@ -18,7 +19,8 @@ const std::vector<FusionMutant>& AllFusionMutants() {
   static const std::vector<FusionMutant> all = {
       FusionMutant::kSignGate,    FusionMutant::kWhereNegative, FusionMutant::kPlusEps,
       FusionMutant::kSkipMasked,  FusionMutant::kWkvBlock128,   FusionMutant::kDemoCopysign,
-      FusionMutant::kGateNormEps, FusionMutant::kTapOrder,      FusionMutant::kConvNormEps};
+      FusionMutant::kGateNormEps, FusionMutant::kTapOrder,      FusionMutant::kConvNormEps,
+      FusionMutant::kNonFiniteActivation};
   return all;
 }
 
@@ -33,6 +35,7 @@ std::string FusionMutantFlag(FusionMutant m) {
     case FusionMutant::kGateNormEps: return "RmsNormEps";
     case FusionMutant::kTapOrder: return "TapOrder";
     case FusionMutant::kConvNormEps: return "ConvNormEps";
+    case FusionMutant::kNonFiniteActivation: return "NonFiniteActivationAccepted";
   }
   return "";
 }
@@ -48,6 +51,7 @@ std::string FusionMutantBug(FusionMutant m) {
     case FusionMutant::kGateNormEps: return "rms-norm-eps";
     case FusionMutant::kTapOrder: return "tap-order";
     case FusionMutant::kConvNormEps: return "conv-norm-eps";
+    case FusionMutant::kNonFiniteActivation: return "non-finite-activation";
   }
   return "";
 }
@@ -106,6 +110,15 @@ std::vector<double> MutantFp8Linear(FusionMutant m, const QuantizedActivation& a
     for (size_t kb = 0; kb < kb_count; ++kb) s[nb * kb_count + kb] = w_scales[(nb / 4) * kb_count + kb / 4];
   }
   return Fp8Linear(a, w_codes, s, out, in, p);
+}
+
+std::vector<double> MutantNonFiniteActivationKv(FusionMutant m, std::span<const uint16_t> e, size_t out) {
+  if (m != FusionMutant::kNonFiniteActivation) return {};
+  for (uint16_t b : e) {
+    // A NaN (or inf) code in a block makes its partial sum NaN, and every output adds every block.
+    if (!std::isfinite(Bf16Value(b))) return std::vector<double>(out, std::numeric_limits<double>::quiet_NaN());
+  }
+  return {};
 }
 
 DemoTokenTrace MutantDemoGateToken(FusionMutant m, std::span<const double> e, std::span<const double> hidden,

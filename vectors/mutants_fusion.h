@@ -29,13 +29,14 @@ enum class FusionMutant {
   kGateNormEps,    // demo gate's key/query RMSNorms with eps 1e-5 instead of torch's default 2^-23
   kTapOrder,       // ShortConv taps time-reversed: tap j reads step t - j * dilation
   kConvNormEps,    // ShortConv's RMSNorm with torch's default eps 2^-23 instead of 1e-5
+  kNonFiniteActivation,  // fp8 wkv: act_quant takes inf / NaN activations (the official CPU kernel): every kv NaN
 };
 
 // Every fusion mutant, in the order their flags are appended to a test.
 const std::vector<FusionMutant>& AllFusionMutants();
 // The note flag ("SignedZeroCopysign", "WhereNegativeGate", "PlusEpsClamp",
 // "MaskedNonFinite", "Fp8Blocks32", "SignZeroHalf", "RmsNormEps", "TapOrder",
-// "ConvNormEps").
+// "ConvNormEps", "NonFiniteActivationAccepted").
 std::string FusionMutantFlag(FusionMutant m);
 // The planted bug of numpy_adapter.py (--bug NAME).
 std::string FusionMutantBug(FusionMutant m);
@@ -52,6 +53,12 @@ V41StreamTrace MutantV41Stream(FusionMutant m, std::span<const uint16_t> h, std:
 // §FUS.2.2 The fp8 GEMM as the mutant computes it (Fp8Linear's inputs).
 std::vector<double> MutantFp8Linear(FusionMutant m, const QuantizedActivation& a, std::span<const uint8_t> w_codes,
                                     std::span<const uint8_t> w_scales, size_t out, size_t in, Precision p);
+
+// §FUS.2.1 The fp8 wkv of an activation holding inf or NaN as kNonFiniteActivation computes it (the
+// official CPU act_quant, spec/sources.md [SRC-V41-KERNELS]: amax is NaN or inf, fast_round_scale's bit
+// trick makes the block's scale -0 or inf, the block's codes hold NaN, so every output of the fp8 GEMM is
+// NaN). Empty for any other mutant or a finite activation: the reference's path (which refuses it).
+std::vector<double> MutantNonFiniteActivationKv(FusionMutant m, std::span<const uint16_t> e, size_t out);
 
 // §FUS.6 One token of the demo gate as the mutant computes it (DemoGateToken's inputs).
 DemoTokenTrace MutantDemoGateToken(FusionMutant m, std::span<const double> e, std::span<const double> hidden,

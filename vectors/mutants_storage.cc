@@ -222,6 +222,35 @@ std::vector<uint16_t> RowShardLookupWith(std::optional<ShardBug> bug, std::optio
   return out;
 }
 
+std::vector<uint16_t> LookupMaskingOutside(const RowSource& table, std::span<const int64_t> row_ids, int world) {
+  const size_t d = static_cast<size_t>(table.head_dim());
+  std::vector<int64_t> inside;
+  for (int64_t id : row_ids) {
+    if (id >= 0 && id < table.rows()) inside.push_back(id);
+  }
+  const std::vector<uint16_t> rows =
+      world == 1 ? LookupRows(table, inside) : RowShardLookupWith(std::nullopt, std::nullopt, table, inside, world);
+  std::vector<uint16_t> out(row_ids.size() * d, 0);  // masked: +0 on every rank, +0 after the sum
+  size_t next = 0;
+  for (size_t i = 0; i < row_ids.size(); ++i) {
+    if (row_ids[i] < 0 || row_ids[i] >= table.rows()) continue;
+    std::copy(rows.begin() + static_cast<std::ptrdiff_t>(next * d), rows.begin() + static_cast<std::ptrdiff_t>((next + 1) * d),
+              out.begin() + static_cast<std::ptrdiff_t>(i * d));
+    ++next;
+  }
+  return out;
+}
+
+void NoteRowOutsideZeroed(SuiteBuilder& b) {
+  if (b.HasNote(kRowOutsideFlag)) return;
+  b.Divergence(kRowOutsideFlag,
+               "A row id outside [0, rows) must be refused. Changes under the official V4.1 lookup "
+               "(ParallelEngramEmbedding): each rank masks the ids outside its part (read at local row 0, zeroed "
+               "after the decode) before the all_reduce, so such an id gives a row of +0 (where the last part runs "
+               "past the table, a padding row of that shard) and the lookup is accepted.",
+               "§STO.6", "row-outside-zero");
+}
+
 std::vector<uint16_t> HeadShardLookupWith(std::optional<DecodeBug> decode, const RowSource& table,
                                           std::span<const int64_t> row_ids, int columns, int world) {
   if (row_ids.size() % static_cast<size_t>(columns) != 0) throw Error("head sharding: not a whole number of positions");

@@ -72,6 +72,17 @@ void AddShardBugNote(SuiteBuilder& b, ShardBug bug);
 std::vector<uint16_t> RowShardLookupWith(std::optional<ShardBug> bug, std::optional<DecodeBug> decode,
                                          const RowSource& table, std::span<const int64_t> row_ids, int world);
 
+// §VEC.12 RowOutsideTableZeroed: the official V4.1 lookup (ParallelEngramEmbedding, spec/sources.md
+// [SRC-V41]) masks every id outside its rank's part (looked up at local row 0, zeroed after the decode)
+// before the all_reduce, so an id outside [0, rows) gives a +0 row where §STO.6 refuses it. (Where the
+// last part runs past the table, world 16 and 64 here, an id there reads that shard's padding row, which
+// no table defines: modelled as +0; the test is refused by the reference, so any row fails it.) In-range
+// ids give the reference's rows (world 1: LookupRows; else the row-sharded reduction).
+std::vector<uint16_t> LookupMaskingOutside(const RowSource& table, std::span<const int64_t> row_ids, int world);
+// The flag, and its note (added unless the suite has it).
+inline constexpr const char* kRowOutsideFlag = "RowOutsideTableZeroed";
+void NoteRowOutsideZeroed(SuiteBuilder& b);
+
 // §STO.8 The gathered output of a head-sharded lookup as a port with the decode
 // bug computes it (absent: the reference's output); empty when a rank refuses a row.
 std::vector<uint16_t> HeadShardLookupWith(std::optional<DecodeBug> decode, const RowSource& table,

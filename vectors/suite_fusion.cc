@@ -279,6 +279,13 @@ void AddFusionNote(SuiteBuilder& b, FusionMutant m, bool demo) {
                    "tolerance) under the known bug of torch's default eps (2^-23) there, as in the gate's norms.",
                    "§FUS.7", bug);
       return;
+    case FusionMutant::kNonFiniteActivation:
+      b.Divergence(flag,
+                   "An fp8 activation holding inf or NaN must be refused (§FUS.2.1). Changes under the official "
+                   "code's act_quant (the CPU kernel port), which takes it: amax is NaN or inf, the scale's bit "
+                   "trick gives -0 or inf, and every kv is NaN.",
+                   "§FUS.2", bug);
+      return;
   }
 }
 

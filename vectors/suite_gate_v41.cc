@@ -87,6 +87,7 @@ ojson ComputeWkv(const json& /*group*/, const json& test, Bug bug) {
   ojson out;
   try {
     std::vector<double> y64, y32;
+    std::vector<Range> flush;  // §FUS.9 the bf16 GEMM's flush allowance (plain tests only)
     ojson inter;
     if (test.contains("weight")) {  // bf16 checkpoint: F.linear in bf16
       std::vector<double> ed, w;
@@ -94,6 +95,9 @@ ojson ComputeWkv(const json& /*group*/, const json& test, Bug bug) {
       for (uint16_t b : ReadBits(test.at("weight"))) w.push_back(Bf16Value(b));
       y64 = LinearNoBias(ed, w, out_features, k64);
       y32 = LinearNoBias(ed, w, out_features, k32);
+      flush = Bf16GemmFlushRange(ed, w, out_features, y64);
+    } else if (bug && !MutantNonFiniteActivationKv(*bug, e, out_features).empty()) {
+      y64 = y32 = MutantNonFiniteActivationKv(*bug, e, out_features);  // the kernel's NaN kv (§VEC.12)
     } else {  // fp8 checkpoint: act_quant + fp8_gemm
       QuantizedActivation q = QuantizeActivation(e);
       const auto wc = test.at("weightCodes").get<std::vector<uint8_t>>();
@@ -107,6 +111,15 @@ ojson ComputeWkv(const json& /*group*/, const json& test, Bug bug) {
     out["result"] = "valid";
     out["kv"] = bits;
     out["kvRef64"] = HexList(y64);
+    if (test.contains("weight")) {
+      ojson low = ojson::array(), high = ojson::array();
+      for (const Range& r : flush) {
+        low.push_back(FloatHex(r.lo));
+        high.push_back(FloatHex(r.hi));
+      }
+      out["kvLow64"] = low;
+      out["kvHigh64"] = high;
+    }
     if (!inter.is_null()) out["intermediate"] = inter;
   } catch (const Error& e) {
     out["result"] = "invalid";
@@ -392,6 +405,80 @@ void AddV41GateCancellationTests(SuiteBuilder& b) {
   }
 }
 
+// WkvTests at the underflow boundary of §FUS.9 (appended after the first
+// vectors, so that no earlier tcId changes): where a bf16 GEMM may flush to
+// zero (oneDNN's bf16 kernels do, and torch sends F.linear there), where it
+// may not (no value below 2^-126 arises in any order), and the fp8 GEMM, whose
+// float32 operations keep gradual underflow.
+void AddWkvUnderflowTests(SuiteBuilder& b) {
+  b.Note("Bf16GemmFlushToZero", "EDGE_CASE",
+         "bf16 wkv: a product, a partial sum or the result below 2^-126, or a subnormal bf16 factor: a bf16 GEMM may "
+         "flush it to zero (DAZ / FTZ, as oneDNN's bf16 kernels do), so kv is judged over kvLow64 .. kvHigh64; "
+         "a port that keeps gradual underflow passes too.",
+         "§FUS.9");
+  b.Note("Bf16GemmSmallestNormal", "EDGE_CASE",
+         "bf16 wkv whose products are multiples of 2^-126: no partial sum is subnormal in any order, so no flush is "
+         "allowed and kv = 2^-126 exactly; a port that flushes the smallest normal value fails.",
+         "§FUS.9");
+  b.Note("Fp8GemmSubnormal", "EDGE_CASE",
+         "fp8 wkv whose scaled block partial is a float32 subnormal (weight scale 2^-126): the fp8 GEMM keeps "
+         "gradual underflow (the kernel's float32 operations), so a port that flushes it to zero fails.",
+         "§FUS.9");
+  ojson wg = {{"type", "WkvTest"},
+              {"comment", "wkv projection at the underflow boundary of §FUS.9"},
+              {"profile", "v4.1"},
+              {"tolerance", FusionTolerance("WkvTest", "v4.1")}};
+  const size_t wgi = b.Group(wg);
+  auto p2 = [](int e) { return ToBf16(std::ldexp(1.0, e)); };
+  const uint16_t neg = 0x8000;
+  {
+    // e = [2^-60, 2^-60, 2^-130 (a bf16 subnormal), 1]; rows:
+    //  0: 2^-126 - 2^-126 (1 - 2^-7) = 2^-133, a sum that cancels into the subnormals;
+    //  1: 2^-60 * 2^-70 = 2^-130, one subnormal product;
+    //  2: 1 + 2^-130 * 2^123 = 1 + 2^-7: DAZ reads the subnormal factor as 0 and gives 1;
+    //  3: 2^-60 * 2^-67 + 2^-60 * 2^-67 = 2^-126, both products 2^-127 (each below 2^-126).
+    const std::vector<uint16_t> e = {p2(-60), p2(-60), p2(-130), p2(0)};
+    const std::vector<uint16_t> w = {p2(-66), static_cast<uint16_t>(neg | ToBf16(std::ldexp(1.0 - 1.0 / 128, -66))), 0, 0,
+                                     p2(-70), 0, 0, 0,
+                                     0, 0, p2(123), p2(0),
+                                     p2(-67), p2(-67), 0, 0};
+    AddTest(b, wgi, wg, ComputeWkv,
+            "bf16 weight: a sum cancelling into the subnormals, a subnormal product, a subnormal factor (DAZ) and two "
+            "subnormal products summing to 2^-126: each may be flushed",
+            {"Bf16GemmFlushToZero"}, {"§FUS.2", "§FUS.9"}, {{"e", e}, {"outFeatures", 4}, {"weight", w}});
+  }
+  {
+    // Products 2^-125, -2^-126 and 2^-126: multiples of 2^-126, so every partial sum in any order is 0 or at
+    // least 2^-126 in magnitude. Rows: 2^-125 - 2^-126 = 2^-126; 2^-126 alone; 3 * 2^-126.
+    const std::vector<uint16_t> e = {p2(-60), p2(-60)};
+    const std::vector<uint16_t> w = {p2(-65), static_cast<uint16_t>(neg | p2(-66)),
+                                     p2(-66), 0,
+                                     p2(-65), p2(-66)};
+    AddTest(b, wgi, wg, ComputeWkv,
+            "bf16 weight: results 2^-126 (the smallest normal) and 3 * 2^-126 from products that are multiples of "
+            "2^-126: no flush is allowed",
+            {"Bf16GemmSmallestNormal"}, {"§FUS.2", "§FUS.9"}, {{"e", e}, {"outFeatures", 3}, {"weight", w}});
+  }
+  {
+    // fp8: e = 1 everywhere (amax 1: activation scale 2^-8, codes 256), one weight row block with scale byte 1
+    // (2^-126). Row 0: codes 0x01 (2^-9): partial 32 * 256 * 2^-9 = 16, acc = 16 * 2^-8 * 2^-126 = 2^-130;
+    // row 1: codes 0x08 (2^-6): acc = 2^-127; row 2: codes 0x38 (1): acc = 2^-121, normal.
+    const size_t in = 32, out = 3;
+    std::vector<uint8_t> codes(out * in);
+    for (size_t k = 0; k < in; ++k) {
+      codes[0 * in + k] = 0x01;
+      codes[1 * in + k] = 0x08;
+      codes[2 * in + k] = 0x38;
+    }
+    AddTest(b, wgi, wg, ComputeWkv,
+            "fp8 weight, weight scale 2^-126: the scaled partials 2^-130 and 2^-127 are float32 subnormals, kept "
+            "(gradual underflow)",
+            {"ActQuantPow2", "Fp8GemmSubnormal"}, {"§FUS.2", "§FUS.9"},
+            {{"e", std::vector<uint16_t>(in, p2(0))}, {"outFeatures", out}, {"weightCodes", codes},
+             {"weightScales", std::vector<uint8_t>{1}}});
+  }
+}
+
 ojson GenerateGateV41() {
   SuiteBuilder b("gate_v41", "fusion.schema.json", "ENGRAM-FUSION");
   GateV41Notes(b);
@@ -399,6 +486,7 @@ ojson GenerateGateV41() {
   AddV41GateTests(b);
   AddWkvTests(b);
   AddV41GateCancellationTests(b);
+  AddWkvUnderflowTests(b);
   return b.Finish();
 }
 

@@ -289,7 +289,13 @@ ojson GenerateLookup() {
       } catch (const Error& e) {
         fields["error"] = e.what();
       }
-      b.Test(g, "row id " + std::to_string(bad) + " is outside the table", {"RowOutOfRange"}, {"§STO.6"}, fields);
+      std::vector<std::string> flags = {"RowOutOfRange"};
+      // §VEC.12 computed: the official lookup's mask accepts the ids (a row of +0), the reference refuses.
+      if (LookupMaskingOutside(s, ids, 1).size() == ids.size() * static_cast<size_t>(kHeadDim)) {
+        NoteRowOutsideZeroed(b);
+        flags.push_back(kRowOutsideFlag);
+      }
+      b.Test(g, "row id " + std::to_string(bad) + " is outside the table", flags, {"§STO.6"}, fields);
     }
   }
 
@@ -570,7 +576,12 @@ void AddRowShardGroups(SuiteBuilder& b, const RowSource& src, int64_t neg_row) {
     } catch (const Error& e) {
       fields["error"] = e.what();
     }
-    b.Test(g, "row id = rows", {"RowOutOfRange"}, {"§STO.6", "§STO.7"}, fields);
+    std::vector<std::string> bad_flags = {"RowOutOfRange"};
+    if (LookupMaskingOutside(src, bad, world).size() == bad.size() * static_cast<size_t>(kHeadDim)) {  // §VEC.12
+      NoteRowOutsideZeroed(b);
+      bad_flags.push_back(kRowOutsideFlag);
+    }
+    b.Test(g, "row id = rows", bad_flags, {"§STO.6", "§STO.7"}, fields);
   }
 }
 

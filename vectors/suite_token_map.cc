@@ -221,8 +221,112 @@ void AddVariantFlags(std::vector<std::string>& flags, const std::string& text, c
   }
 }
 
+// §VEC.12 "HfLoaderUnchecked": the official V4.1 code builds its map through a Hugging Face tokenizer
+// (spec/sources.md [SRC-V41], build_compressed_token_map: `len(tokenizer)`, `backend_tokenizer.decode`),
+// whose loader reads a tokenizer.json without §TOK.1's checks of ids and decoder. The file such a port
+// accepts, made into one the reference reads (the outcome is what decides a flag: an accepted invalid test
+// fails whatever map it gives): vocab ids renumbered 0 .. n-1 in id order (holes and duplicate ids
+// accepted), each added token given the id the loader assigns (a declared id is ignored), a decoder other
+// than ByteLevel replaced by ByteLevel (any decoder is used as it is). What the loader cannot read stays
+// refused: text that is not JSON, a vocab id that is not an unsigned 32-bit integer, a model type other than
+// BPE (a model without `type` is read as BPE from its fields), and a ByteLevel decoder step without
+// add_prefix_space or trim_offsets (its deserializer has no defaults for them). On a file §TOK.1 accepts
+// with full ByteLevel decoders (every valid vector's) this is the identity.
+std::optional<std::string> HfLoaderRead(const std::string& text) {
+  ojson doc;
+  try {
+    doc = ojson::parse(text);  // a token given twice: the later id wins, as in the loader's map
+  } catch (const ojson::exception&) {
+    return std::nullopt;
+  }
+  if (!doc.is_object() || !doc.contains("model") || !doc["model"].is_object()) return std::nullopt;
+  ojson& model = doc["model"];
+  if (!model.contains("type")) model["type"] = "BPE";
+  if (model["type"] != "BPE" || !model.contains("vocab") || !model["vocab"].is_object()) return std::nullopt;
+  std::vector<std::pair<uint64_t, std::string>> by_id;
+  for (const auto& [token, id] : model["vocab"].items()) {
+    if (!id.is_number_unsigned() || id.get<uint64_t>() > 0xFFFFFFFFu) return std::nullopt;
+    by_id.emplace_back(id.get<uint64_t>(), token);
+  }
+  std::sort(by_id.begin(), by_id.end());
+  ojson vocab = ojson::object();
+  for (size_t i = 0; i < by_id.size(); ++i) vocab[by_id[i].second] = i;
+  model["vocab"] = vocab;
+  // The loader's ids of the added tokens (the rule §TOK.1 checks the declared ids against).
+  const int64_t n = static_cast<int64_t>(by_id.size());
+  std::map<std::string, int64_t> added_ids;
+  int64_t added_max = -1;
+  if (doc.contains("added_tokens") && doc["added_tokens"].is_array()) {
+    for (ojson& a : doc["added_tokens"]) {
+      if (!a.is_object() || !a.contains("content") || !a["content"].is_string()) continue;  // refused as before
+      const std::string content = a["content"];
+      int64_t id = 0;
+      if (auto seen = added_ids.find(content); seen != added_ids.end()) {
+        id = seen->second;
+      } else if (vocab.contains(content)) {
+        id = vocab[content].get<int64_t>();
+      } else {
+        id = added_max < 0 ? n : (added_max >= n || n == 0 ? added_max + 1 : n);
+      }
+      added_ids[content] = id;
+      added_max = std::max(added_max, id);
+      a["id"] = id;
+    }
+  }
+  const ojson byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}};
+  auto unreadable_byte_level = [](const ojson& step) {
+    return step.is_object() && step.value("type", "") == "ByteLevel" &&
+           (!step.contains("add_prefix_space") || !step.contains("trim_offsets"));
+  };
+  if (doc.contains("decoder") && doc["decoder"].is_object()) {
+    const ojson& d = doc["decoder"];
+    if (unreadable_byte_level(d)) return std::nullopt;
+    const bool sequence = d.value("type", "") == "Sequence" && d.contains("decoders") && d["decoders"].is_array();
+    if (sequence) {
+      for (const ojson& step : d["decoders"]) {
+        if (unreadable_byte_level(step)) return std::nullopt;
+      }
+    }
+    const bool one_byte_level = d.value("type", "") == "ByteLevel" ||
+                                (sequence && d["decoders"].size() == 1 && d["decoders"][0].value("type", "") == "ByteLevel");
+    if (!one_byte_level) doc["decoder"] = byte_level;
+  } else {
+    doc["decoder"] = byte_level;  // none: tokens joined as they are; the map differs, the file loads
+  }
+  return doc.dump();
+}
+
+// Appends HfLoaderUnchecked (noted where first used) where a port that reads tokenizer.json through the
+// Hugging Face loader (HfLoaderRead: the reference on the file it reads, or a refusal) fails the test: its
+// result differs, or one of the outputs a port returns does.
+void AddHfLoaderFlag(SuiteBuilder& b, std::vector<std::string>& flags, const std::string& text, const json& inputs,
+                     const ojson& expected) {
+  const std::optional<std::string> read = HfLoaderRead(text);
+  const ojson got = read ? Expected(*read, inputs) : ojson{{"result", "invalid"}};
+  bool differs = got["result"] != expected["result"];
+  for (const char* key : {"tokens", "compressedSize", "sha256", "map", "compressedPad"}) {
+    if (expected["result"] == "valid" && (expected.contains(key) != got.contains(key) ||
+                                          (expected.contains(key) && expected[key] != got[key]))) {
+      differs = true;
+    }
+  }
+  if (!differs) return;
+  if (!b.HasNote("HfLoaderUnchecked")) {
+    b.Divergence("HfLoaderUnchecked",
+                 "Changes under the official V4.1 code's map building (build_compressed_token_map over a Hugging Face "
+                 "tokenizer: len(tokenizer), backend_tokenizer.decode), whose loader makes none of §TOK.1's checks of "
+                 "ids and decoder: a vocab hole, a duplicate id, an added token whose declared id is not the one the "
+                 "loader gives, and a decoder other than ByteLevel (or none) are accepted and some map is built; "
+                 "§TOK.1 refuses the file.",
+                 "§TOK.1", "hf-loader-unchecked");
+  }
+  flags.push_back("HfLoaderUnchecked");
+}
+
 // §HASH.1 raw ids through the map (defined below).
 void AddLookupGroups(SuiteBuilder& b, const std::string& text, const std::string& about);
+// §HASH.1 a mask shorter than the ids (defined below; appended after every earlier group).
+void AddShortMaskGroup(SuiteBuilder& b, const std::string& text);
 
 void AddTokenMapNotes(SuiteBuilder& b) {
   b.Header("Compressed token map: a Hugging Face tokenizer.json (embedded as text in each group) -> map[raw id] =");
@@ -466,6 +570,7 @@ void AddCaseGroups(SuiteBuilder& b, const std::vector<Case>& cases, const std::v
     ojson fields = Expected(c.text, json::object());
     std::vector<std::string> flags = c.flags;
     AddVariantFlags(flags, c.text, json::object(), fields);
+    AddHfLoaderFlag(b, flags, c.text, json::object(), fields);
     b.Test(g, "the map of the whole tokenizer", flags, c.refs, fields);
     for (size_t k = 0; k < c.extra.size(); ++k) {
       ojson inputs = ojson::parse(c.extra[k].dump());
@@ -478,6 +583,7 @@ void AddCaseGroups(SuiteBuilder& b, const std::vector<Case>& cases, const std::v
       }
       std::vector<std::string> extra_flags = c.extra_flags[k];
       AddVariantFlags(extra_flags, c.text, c.extra[k], expected);
+      AddHfLoaderFlag(b, extra_flags, c.text, c.extra[k], expected);
       b.Test(g, comment, extra_flags, {"§TOK.4"}, f);
     }
   }
@@ -485,7 +591,9 @@ void AddCaseGroups(SuiteBuilder& b, const std::vector<Case>& cases, const std::v
     const size_t g = b.Group({{"type", "TokenMapTest"}, {"comment", x.comment}, {"tokenizerJson", x.text}});
     ojson fields = Expected(x.text, json::object());
     if (fields["result"] != "invalid") throw Error("generator: the reference accepts the bad tokenizer: " + x.comment);
-    b.Test(g, x.comment, {x.flag}, {"§TOK.1"}, fields);
+    std::vector<std::string> flags = {x.flag};
+    AddHfLoaderFlag(b, flags, x.text, json::object(), fields);
+    b.Test(g, x.comment, flags, {"§TOK.1"}, fields);
   }
 }
 
@@ -506,6 +614,7 @@ void AddNegativePadGroup(SuiteBuilder& b, const std::string& text) {
     if (expected["result"] != "invalid") throw Error("generator: the reference accepts pad id " + std::to_string(pad));
     std::vector<std::string> flags = {"NegativePadId"};
     AddVariantFlags(flags, text, in, expected);
+    AddHfLoaderFlag(b, flags, text, in, expected);
     if (Expected(text, in, std::nullopt, true)["result"] != expected["result"]) {
       if (!b.HasNote("NegativePadWraps")) {
         b.Divergence("NegativePadWraps",
@@ -544,12 +653,25 @@ ojson GenerateTokenMap() {
   AddLookupGroups(b, cases[1].text, "the Unicode tokenizer (case pairs, marks, scripts)");
   AddLookupGroups(b, cases[0].text, "the bytes-and-whitespace tokenizer (partial UTF-8, spaces)");
   AddNegativePadGroup(b, cases[2].text);
+  AddShortMaskGroup(b, cases[2].text);
   return b.Finish();
 }
 
 // §VEC.12 "RawIdOutsideTokenizerPad": LookupPolicy::kOutsideToPad's flag (planted bug: numpy_adapter.py
 // --bug raw-outside-pad).
 constexpr const char* kRawIdOutsidePadFlag = "RawIdOutsideTokenizerPad";
+
+// §VEC.12 "OfficialMaskBroadcast": LookupPolicy::kMaskBroadcast's flag (planted bug: numpy_adapter.py
+// --bug mask-broadcast), noted where first used.
+constexpr const char* kMaskBroadcastFlag = "OfficialMaskBroadcast";
+void NoteMaskBroadcast(SuiteBuilder& b) {
+  if (b.HasNote(kMaskBroadcastFlag)) return;
+  b.Divergence(kMaskBroadcastFlag,
+               "Changes under the mask of the official V4.1 code (NgramHashState: torch.where(token_mask, compressed, "
+               "DEAD)), which broadcasts a mask of one entry over every position ([1, 1] over [1, L]) where §HASH.1 "
+               "refuses a mask of another length; masks of other lengths raise there too.",
+               "§HASH.1", "mask-broadcast");
+}
 
 // How a port turns raw ids into compressed ids: the rule of §HASH.1, or a
 // policy of a real port that §VEC.12 catalogues (v4.1 only).
@@ -562,6 +684,10 @@ enum class LookupPolicy {
                      // token_map[input_ids] with torch indexing (a negative id x >= -T
                      // reads map[T + x], raw -1 included; the others raise), then the
                      // mask (torch.where) turns masked positions into DEAD
+  kMaskBroadcast,    // the same NgramHashState's torch.where(token_mask, compressed, DEAD): a
+                     // mask of one entry is broadcast over every position ([1, 1] over
+                     // [1, L]); other lengths raise there (torch.where, or the cache's
+                     // slice assignment), as §HASH.1 refuses them
 };
 
 // §HASH.1 The compressed ids of a TokenLookupTest: {"result", "ids"} or
@@ -577,6 +703,9 @@ ojson LookupExpected(const TokenMap& map, const json& test, Profile profile, Loo
       // An empty span is CompressIds' "no mask": a given mask of no entries
       // for some ids is a mask of another length all the same (§TOK.7; the
       // plug-in host refuses it too). Found by the random cases (§CONF.7).
+      if (policy == LookupPolicy::kMaskBroadcast && profile == Profile::kV41 && mask.size() == 1) {
+        mask.assign(raw.size(), mask[0]);  // broadcast over every position (over none: no mask entries)
+      }
       if (mask.size() != raw.size()) {
         throw Error("mask has " + std::to_string(mask.size()) + " entries but there are " + std::to_string(raw.size()) +
                     " ids");
@@ -621,6 +750,68 @@ ojson LookupExpected(const TokenMap& map, const json& test, Profile profile, Loo
   return out;
 }
 
+// One TokenLookupTest of group `g` (tokenizer `text`, parsed `tk`, its map `reference`): the expected
+// fields and every computed flag (the map-building variants, the ports' lookup policies, §VEC.12).
+void AddLookupTest(SuiteBuilder& b, size_t g, const std::string& text, const Tokenizer& tk, const TokenMap& reference,
+                   Profile profile, const std::string& comment, std::vector<std::string> flags, ojson inputs) {
+  const bool v41 = profile == Profile::kV41;
+  const std::pair<Variant, const char*> variants[] = {{Variant::kSentinelLess, "SentinelLessNormalizer"},
+                                                      {Variant::kContextLowercase, "ContextLowercase"},
+                                                      {Variant::kPythonWrapper, "PythonWrapperDecode"},
+                                                      {Variant::kAddedTokenContent, "AddedTokenByteLevel"}};
+  const json in = json::parse(inputs.dump());
+  const ojson expected = LookupExpected(reference, in, profile);
+  for (const auto& [variant, flag] : variants) {
+    TokenMap m = reference;
+    m.map = VariantMap(tk, variant);
+    if (LookupExpected(m, in, profile) != expected) flags.push_back(flag);
+  }
+  if (v41 && LookupExpected(reference, in, profile, LookupPolicy::kBeyondDead) != expected) {
+    if (!b.HasNote("RawIdBeyondTokenizerDead")) {
+      b.Divergence("RawIdBeyondTokenizerDead",
+                   "Changes under the policy of a port that maps a raw id beyond the tokenizer (>= T) to DEAD (a "
+                   "llama.cpp fork, v4.1), where §HASH.1 refuses it.",
+                   "§HASH.1", "raw-beyond-dead");
+    }
+    flags.push_back("RawIdBeyondTokenizerDead");
+  }
+  if (v41 && LookupExpected(reference, in, profile, LookupPolicy::kOutsideToPad) != expected) {
+    if (!b.HasNote(kRawIdOutsidePadFlag)) {
+      b.Divergence(kRawIdOutsidePadFlag,
+                   "Changes under the lookup of Luce-Org/lucebox (DeepSeek4EngramHasher::compress, v4.1): every "
+                   "raw id outside [0, T), raw -1 included, becomes the compressed pad (dead positions come "
+                   "from a separate mask), where §HASH.1 makes raw -1 DEAD and refuses the others: an id the "
+                   "tokenizer cannot have produced is hashed as padding.",
+                   "§HASH.1", "raw-outside-pad");
+    }
+    flags.push_back(kRawIdOutsidePadFlag);
+  }
+  // The result (valid or not) and the ids decide; an error's wording does not.
+  auto outcome = [](const ojson& o) { return o.at("result") == "valid" ? o : ojson{{"result", "invalid"}}; };
+  if (v41 && outcome(LookupExpected(reference, in, profile, LookupPolicy::kOfficialIndexing)) != outcome(expected)) {
+    if (!b.HasNote("OfficialTorchIndexing")) {
+      b.Divergence("OfficialTorchIndexing",
+                   "Changes under the lookup of the official V4.1 code (NgramHashState: token_map[input_ids] "
+                   "with torch indexing, then the mask): an unmasked raw -1 reads map[T - 1] instead of DEAD, "
+                   "and a raw id in [-T, -2] reads map[T + id] instead of a refusal. §HASH.1 keeps the safer "
+                   "rule; a port that keeps the official indexing lists these tests as expected failures.",
+                   "§HASH.1", "official-indexing");
+    }
+    flags.push_back("OfficialTorchIndexing");
+  }
+  if (v41 && outcome(LookupExpected(reference, in, profile, LookupPolicy::kMaskBroadcast)) != outcome(expected)) {
+    NoteMaskBroadcast(b);
+    flags.push_back(kMaskBroadcastFlag);
+  }
+  // The tokenizers here are valid: a port reading them through the Hugging Face loader builds the same map.
+  if (const std::optional<std::string> read = HfLoaderRead(text);
+      !read || LookupExpected(BuildTokenMap(ParseTokenizerJson(*read, "tokenizer.json")), in, profile) != expected) {
+    throw Error("generator: the Hugging Face loader's map of a lookup group's tokenizer differs");
+  }
+  for (const auto& [k, v] : expected.items()) inputs[k] = v;
+  b.Test(g, comment, flags, {"§HASH.1", "§TOK.4"}, inputs);
+}
+
 // §HASH.1 TokenLookupTest groups, one per profile, over the tokenizer of `text`:
 // raw ids (and masks) through the map, the refusals of ids outside it; the
 // map-building variants and the fork's DEAD policy flag the tests they fail.
@@ -628,10 +819,6 @@ void AddLookupGroups(SuiteBuilder& b, const std::string& text, const std::string
   const Tokenizer tk = ParseTokenizerJson(text, "tokenizer.json");
   const TokenMap reference = BuildTokenMap(tk);
   const int64_t t_count = reference.tokens();
-  const std::pair<Variant, const char*> variants[] = {{Variant::kSentinelLess, "SentinelLessNormalizer"},
-                                                      {Variant::kContextLowercase, "ContextLowercase"},
-                                                      {Variant::kPythonWrapper, "PythonWrapperDecode"},
-                                                      {Variant::kAddedTokenContent, "AddedTokenByteLevel"}};
   for (const Profile profile : {Profile::kV41, Profile::kDemoV1}) {
     const bool v41 = profile == Profile::kV41;
     const size_t g = b.Group({{"type", "TokenLookupTest"},
@@ -639,48 +826,7 @@ void AddLookupGroups(SuiteBuilder& b, const std::string& text, const std::string
                               {"tokenizerJson", text},
                               {"profile", v41 ? "v4.1" : "demo-v1"}});
     auto add = [&](const std::string& comment, std::vector<std::string> flags, ojson inputs) {
-      const json in = json::parse(inputs.dump());
-      const ojson expected = LookupExpected(reference, in, profile);
-      for (const auto& [variant, flag] : variants) {
-        TokenMap m = reference;
-        m.map = VariantMap(tk, variant);
-        if (LookupExpected(m, in, profile) != expected) flags.push_back(flag);
-      }
-      if (v41 && LookupExpected(reference, in, profile, LookupPolicy::kBeyondDead) != expected) {
-        if (!b.HasNote("RawIdBeyondTokenizerDead")) {
-          b.Divergence("RawIdBeyondTokenizerDead",
-                       "Changes under the policy of a port that maps a raw id beyond the tokenizer (>= T) to DEAD (a "
-                       "llama.cpp fork, v4.1), where §HASH.1 refuses it.",
-                       "§HASH.1", "raw-beyond-dead");
-        }
-        flags.push_back("RawIdBeyondTokenizerDead");
-      }
-      if (v41 && LookupExpected(reference, in, profile, LookupPolicy::kOutsideToPad) != expected) {
-        if (!b.HasNote(kRawIdOutsidePadFlag)) {
-          b.Divergence(kRawIdOutsidePadFlag,
-                       "Changes under the lookup of Luce-Org/lucebox (DeepSeek4EngramHasher::compress, v4.1): every "
-                       "raw id outside [0, T), raw -1 included, becomes the compressed pad (dead positions come "
-                       "from a separate mask), where §HASH.1 makes raw -1 DEAD and refuses the others: an id the "
-                       "tokenizer cannot have produced is hashed as padding.",
-                       "§HASH.1", "raw-outside-pad");
-        }
-        flags.push_back(kRawIdOutsidePadFlag);
-      }
-      // The result (valid or not) and the ids decide; an error's wording does not.
-      auto outcome = [](const ojson& o) { return o.at("result") == "valid" ? o : ojson{{"result", "invalid"}}; };
-      if (v41 && outcome(LookupExpected(reference, in, profile, LookupPolicy::kOfficialIndexing)) != outcome(expected)) {
-        if (!b.HasNote("OfficialTorchIndexing")) {
-          b.Divergence("OfficialTorchIndexing",
-                       "Changes under the lookup of the official V4.1 code (NgramHashState: token_map[input_ids] "
-                       "with torch indexing, then the mask): an unmasked raw -1 reads map[T - 1] instead of DEAD, "
-                       "and a raw id in [-T, -2] reads map[T + id] instead of a refusal. §HASH.1 keeps the safer "
-                       "rule; a port that keeps the official indexing lists these tests as expected failures.",
-                       "§HASH.1", "official-indexing");
-        }
-        flags.push_back("OfficialTorchIndexing");
-      }
-      for (const auto& [k, v] : expected.items()) inputs[k] = v;
-      b.Test(g, comment, flags, {"§HASH.1", "§TOK.4"}, inputs);
+      AddLookupTest(b, g, text, tk, reference, profile, comment, std::move(flags), std::move(inputs));
     };
     std::vector<int64_t> all(static_cast<size_t>(t_count));
     for (int64_t i = 0; i < t_count; ++i) all[static_cast<size_t>(i)] = t_count - 1 - i;  // every id, last first
@@ -709,6 +855,21 @@ void AddLookupGroups(SuiteBuilder& b, const std::string& text, const std::string
           {{"rawIds", {1, 2}}, {"mask", ojson::array({true, false})}});
     }
   }
+}
+
+// §HASH.1 A mask of one entry over two ids: refused (another length), where the official V4.1 code's
+// torch.where broadcasts it ([1, 1] over [1, 2]: OfficialMaskBroadcast). Its own group, so that no earlier
+// tcId moves (§VEC.11).
+void AddShortMaskGroup(SuiteBuilder& b, const std::string& text) {
+  const Tokenizer tk = ParseTokenizerJson(text, "tokenizer.json");
+  const TokenMap reference = BuildTokenMap(tk);
+  const size_t g = b.Group({{"type", "TokenLookupTest"},
+                            {"comment", "v4.1: raw ids of the added-tokens tokenizer, a mask of one entry"},
+                            {"tokenizerJson", text},
+                            {"profile", "v4.1"}});
+  AddLookupTest(b, g, text, tk, reference, Profile::kV41,
+                "a mask of one entry over two ids: refused (torch.where would broadcast it over both)", {"BadMask"},
+                {{"rawIds", {1, 2}}, {"mask", ojson::array({true})}});
 }
 
 void CheckTokenLookupTest(Checker& c, const json& g, const json& t) {

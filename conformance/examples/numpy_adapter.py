@@ -65,6 +65,10 @@ the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the ou
   official-indexing      v4.1: token_map[raw] with torch indexing (-1 -> map[T-1]), then the mask     OfficialTorchIndexing
   upstream-layer-seed    demo: any seed + 10007 * layer_id >= 0 accepted (numpy takes any size)        UpstreamLayerSeedUnchecked
   miller-rabin-61        the prime test declares 61 composite (vLLM's _is_prime: 61 is its own witness) MillerRabinWitness61
+  non-finite-activation  fp8 act_quant takes inf / NaN (the official CPU kernel): every kv NaN              NonFiniteActivationAccepted
+  row-outside-zero       v4.1 lookup: a row id outside the table gives +0 (ParallelEngramEmbedding's mask) RowOutsideTableZeroed
+  hf-loader-unchecked    tokenizer.json read as the Hugging Face loader reads it (no id / decoder checks)  HfLoaderUnchecked
+  mask-broadcast         v4.1: a mask of one entry is broadcast over the ids (torch.where)               OfficialMaskBroadcast
 Bugs that the random cases (--random, §CONF.7) find, and every committed vector missed when they were planted
 (lazy-import and position-int32 fail the hash_state tests flagged MidSequenceStart now):
   ngram-cap-4            a fixed 4-slot window: orders above 4 read pad beyond the 4th slot
@@ -79,6 +83,9 @@ catalogued port; conform_tests runs each):
   handoff-position-from     imports each segment's history at position `from` (an index into ids), not at
                             historyIn.position (the old guide's "historyIn.position = from")
   fork-refuses-existing     refuses a fork onto a name that exists (§VEC.7: the fork replaces that sequence)
+  bf16-gemm-flush           the bf16 wkv GEMM with DAZ / FTZ as oneDNN's AVX512-BF16 kernel (§FUS.9 allows it)
+  bf16-gemm-flush-min-normal  the same, flushing the smallest normal 2^-126 too (§FUS.9 forbids it)
+  fp8-gemm-flush            the fp8 wkv GEMM's float32 operations under FTZ / DAZ (§FUS.9 forbids it)
 """
 import argparse
 import bisect
@@ -140,6 +147,10 @@ BUGS = {
     "official-indexing": "OfficialTorchIndexing",
     "miller-rabin-61": "MillerRabinWitness61",
     "upstream-layer-seed": "UpstreamLayerSeedUnchecked",
+    "non-finite-activation": "NonFiniteActivationAccepted",
+    "row-outside-zero": "RowOutsideTableZeroed",
+    "hf-loader-unchecked": "HfLoaderUnchecked",
+    "mask-broadcast": "OfficialMaskBroadcast",
 }
 # --bug NAME for bugs that no committed vector catches (each passes every fixed vector: conform_tests
 # RandomConformance shows it), found by the random cases instead (spec/conformance.md §CONF.7).
@@ -157,6 +168,9 @@ VARIANTS = {
     "rollback-window-capacity": "a rollback window of exactly rollbackCapacity ids: rollback by more refused",
     "handoff-position-from": "a segment's history imported at position `from` (the index into ids)",
     "fork-refuses-existing": "a fork onto a name that exists is refused",
+    "bf16-gemm-flush": "the bf16 wkv GEMM as oneDNN's AVX512-BF16 kernel: DAZ inputs, FTZ on every FMA and the cast",
+    "bf16-gemm-flush-min-normal": "as bf16-gemm-flush, but flushing 2^-126 (the smallest normal) too",
+    "fp8-gemm-flush": "the fp8 wkv GEMM's float32 operations under FTZ + DAZ",
 }
 BUG = None
 VARIANT = None
@@ -605,6 +619,8 @@ class SyntheticTable:
         self.seed, self.rows, self.d, self.edge = int(seed), int(rows), int(head_dim), bool(edge)
 
     def check(self, ids):
+        if BUG == "row-outside-zero":
+            return  # the official lookup's mask: an id outside the table is read as a row of +0 (lookup)
         for i, x in enumerate(ids):
             if not 0 <= x < self.rows:
                 raise ValueError(f"rowIds[{i}] = {x} is outside [0, {self.rows})")
@@ -626,11 +642,16 @@ class SyntheticTable:
         return codes, scales
 
     def lookup(self, ids):
-        """§STO.6 bf16 rows [n, d]."""
+        """§STO.6 bf16 rows [n, d].
+
+        --bug row-outside-zero: ParallelEngramEmbedding's mask: an id outside [0, rows) gives a row of +0.
+        """
         if len(ids) == 0:
             return np.zeros((0, self.d), np.uint16)
         codes, scales = self.raw(ids)
-        return np.stack([decode_row(c, s) for c, s in zip(codes, scales)])
+        rows = np.stack([decode_row(c, s) for c, s in zip(codes, scales)])
+        outside = np.array([not 0 <= x < self.rows for x in ids])
+        return np.where(outside[:, None], np.uint16(0), rows).astype(np.uint16)
 
 
 def table_of(t):
@@ -752,8 +773,10 @@ def storage_test(type_, group, test):
         rows = row_shard_lookup(table, ids, world)
         owners = []
         for x in ids:
-            rank = next(r for r in range(world) if shard_range(table.rows, r, world)[0] <= x < shard_range(table.rows, r, world)[1])
-            owners.append({"rank": rank, "localRow": x - shard_range(table.rows, rank, world)[0]})
+            rank = next((r for r in range(world) if shard_range(table.rows, r, world)[0] <= x < shard_range(table.rows, r, world)[1]),
+                        None)  # None: no rank owns it (only under --bug row-outside-zero, which accepts such ids)
+            owners.append({"rank": rank, "localRow": x - shard_range(table.rows, rank, world)[0]} if rank is not None
+                          else {"rank": -1, "localRow": 0})
         return {"rows": [bf16_hex(r) for r in rows],
                 "intermediate": {"owners": owners, "unsharded": [bf16_hex(r) for r in table.lookup(ids)]}}
     if type_ == "HeadShardTest":
@@ -829,7 +852,7 @@ def load_tokenizer(text):
     def pairs(items):
         seen = {}
         for k, v in items:
-            if k in seen:
+            if k in seen and BUG != "hf-loader-unchecked":  # the loader's map keeps the last
                 raise ValueError(f"key {k!r} appears twice")
             seen[k] = v
         return seen
@@ -841,6 +864,8 @@ def load_tokenizer(text):
     if not isinstance(doc, dict):
         raise ValueError("tokenizer.json is not an object")
     model = doc.get("model")
+    if BUG == "hf-loader-unchecked":
+        return hf_loader_tokens(doc)
     if not isinstance(model, dict) or model.get("type") != "BPE":
         raise ValueError(f"model.type {model.get('type') if isinstance(model, dict) else None!r} is not 'BPE'")
     vocab = model.get("vocab")
@@ -888,6 +913,37 @@ def load_tokenizer(text):
     return [tokens[i] for i in range(size)], set(added_ids.values())
 
 
+def hf_loader_tokens(doc):
+    """--bug hf-loader-unchecked: the tokens as a Hugging Face tokenizer loaded from the file lists them (the
+    official V4.1 code's build_compressed_token_map: range(len(tokenizer)), backend.decode): the vocab in id
+    order, a hole or a duplicate id left as it falls, added tokens after it, their declared ids ignored, the
+    decoder not looked at. What that loader cannot read is refused: a model type other than BPE (none is
+    read as BPE), a vocab id that is not a u32, a ByteLevel decoder step without add_prefix_space or
+    trim_offsets."""
+    model = doc.get("model")
+    if not isinstance(model, dict) or model.get("type", "BPE") != "BPE" or not isinstance(model.get("vocab"), dict):
+        raise ValueError("the loader cannot read the model")
+    dec = doc.get("decoder")
+    steps = [dec] + (dec.get("decoders") or [] if isinstance(dec, dict) and dec.get("type") == "Sequence" else [])
+    for st in steps:
+        if isinstance(st, dict) and st.get("type") == "ByteLevel" and not {"add_prefix_space", "trim_offsets"} <= set(st):
+            raise ValueError("the loader cannot read a ByteLevel decoder without add_prefix_space / trim_offsets")
+    vocab = {}
+    for token, i in model["vocab"].items():  # a token given twice: the loader keeps its last id
+        if type(i) is not int or not 0 <= i < (1 << 32):
+            raise ValueError(f"model.vocab[{token!r}] = {i!r} is not a u32")
+        vocab[token] = i
+    tokens = [t for t, _ in sorted(vocab.items(), key=lambda kv: (kv[1], kv[0]))]
+    added = set()
+    for a in doc.get("added_tokens") or []:
+        if a["content"] in tokens:
+            added.add(tokens.index(a["content"]))
+        else:
+            added.add(len(tokens))
+            tokens.append(a["content"])
+    return tokens, added
+
+
 def token_map_test(group, test):
     tokens, added = load_tokenizer(group["tokenizerJson"])
     keys, cmap = {}, []
@@ -918,6 +974,8 @@ def token_lookup_test(group, test):
     raw, mask, v41 = test["rawIds"], test.get("mask"), group["profile"] == "v4.1"
     if mask is not None and not v41:
         raise ValueError("mask: demo-v1 has no mask")
+    if BUG == "mask-broadcast" and mask is not None and len(mask) == 1:
+        mask = mask * len(raw)  # torch.where(token_mask, ...) broadcasts a [1, 1] mask over [1, L]
     if mask is not None and len(mask) != len(raw):
         raise ValueError(f"mask: {len(mask)} entries for {len(raw)} ids")
     out = []
@@ -1081,7 +1139,22 @@ def act_quant(e_bits):
     for b0 in range(0, len(vals), 32):
         blk = vals[b0:b0 + 32]
         if not all(math.isfinite(x) for x in blk):
-            raise ValueError(f"activation block {b0 // 32} holds a non-finite value (§FUS.2.1)")
+            if BUG != "non-finite-activation":
+                raise ValueError(f"activation block {b0 // 32} holds a non-finite value (§FUS.2.1)")
+            # --bug non-finite-activation: the official CPU kernel's act_quant takes the block. amax is NaN (or
+            # inf); the scale is built from float32 bits ((exponent + 127) << 23, an int32 that overflows to
+            # -0.0 for NaN, +inf for inf); x / scale then holds NaN, which the cast keeps (code 0x7F), and the
+            # scale byte of -0 / inf is E8M0's NaN.
+            amax = float("nan") if any(x != x for x in blk) else float("inf")
+            t = np.float32(amax) * np.float32(1.0 / 448.0)
+            bits = int(np.array([t]).view(np.uint32)[0])
+            field = ((bits >> 23) & 0xFF) - 127 + (1 if bits & 0x7FFFFF else 0) + 127
+            scale = float(np.array([(field << 23) & 0xFFFFFFFF], dtype=np.uint32).view(np.float32)[0])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                q = [float(np.float32(x) / np.float32(scale)) for x in blk]
+            codes += [0x7F if y != y else e4m3_encode(max(-448.0, min(448.0, y))) for y in q]
+            scales.append(0xFF)
+            continue
         amax = max(max(abs(x) for x in blk), rnd(1e-4, 32))
         t = np.float32(rnd(amax * rnd(1.0 / 448.0, 32), 32))
         bits = int(np.array([t]).view(np.uint32)[0])
@@ -1115,9 +1188,41 @@ def fp8_linear(codes, scales, w_codes, w_scales, out, inn, p):
             if p == 64:
                 for q in prods:
                     acc += q * sa * sw
+            elif VARIANT == "fp8-gemm-flush":  # every float32 operation under FTZ + DAZ (§FUS.9 forbids it here)
+                partial = ftz(seq_sum(prods, 32), True)
+                for_acc = ftz(rnd(ftz(rnd(partial * ftz(sa, True), 32), True) * ftz(sw, True), 32), True)
+                acc = ftz(rnd(acc + for_acc, 32), True)
             else:
                 acc = rnd(acc + rnd(rnd(seq_sum(prods, 32) * sa, 32) * sw, 32), 32)
         y.append(acc)
+    return y
+
+
+def ftz(x, at_min_normal=False):
+    """A float32 value below 2^-126 in magnitude (or, with `at_min_normal`, up to 2^-126: the smallest normal
+    too) -> a zero of its sign; what FTZ / DAZ hardware does (with the wrong threshold in the second case)."""
+    limit = 2.0 ** -126
+    return math.copysign(0.0, x) if (abs(x) <= limit if at_min_normal else abs(x) < limit) else x
+
+
+def bf16_gemm_flushing(x, w, out, at_min_normal=False):
+    """§FUS.9 the plain wkv as torch's F.linear computes it through oneDNN on an AVX512-BF16 CPU: a
+    subnormal bf16 factor is read as 0 (DAZ); per output one float32 accumulator takes the pairs
+    (k, k + 1), k even, by VDPBF16PS (element k + 1 first, then k, each an FMA whose result is flushed to
+    zero when subnormal: "output denormals are always flushed to zero"); the float32 -> bf16 conversion
+    flushes too (VCVTNEPS2BF16). Seen to give torch's bits exactly (torch 1.13, oneDNN 2.6.3, AMD Zen 4).
+    --variant bf16-gemm-flush; --variant bf16-gemm-flush-min-normal flushes 2^-126 as well (which §FUS.9
+    forbids). Returns the float32 results (already flushed)."""
+    k_n = len(x)
+    y = []
+    for n in range(out):
+        acc = 0.0
+        for k0 in range(0, k_n, 2):
+            for k in (k0 + 1, k0):
+                if k < k_n:
+                    t = ftz(x[k], at_min_normal) * ftz(w[n * k_n + k], at_min_normal)  # exact in a double
+                    acc = ftz(rnd(acc + t, 32), at_min_normal)
+        y.append(ftz(acc, at_min_normal))
     return y
 
 
@@ -1230,6 +1335,8 @@ def fusion_test(type_, group, test):
         if "weight" in test:
             ev, w = [bf16v(b) for b in e], [bf16v(b) for b in test["weight"]]
             y = {p: linear(ev, w, out, p) for p in (64, 32)}
+            if VARIANT in ("bf16-gemm-flush", "bf16-gemm-flush-min-normal"):
+                y[32] = bf16_gemm_flushing(ev, w, out, VARIANT == "bf16-gemm-flush-min-normal")
         else:
             codes, scales = act_quant(e)
             y = {p: fp8_linear(codes, scales, test["weightCodes"], test["weightScales"], out, len(e), p) for p in (64, 32)}

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/program_paths.h"
+#include "base/sanitized.h"
 #include "conformance/runner/conform_test_util.h"
 #include "conformance/runner/peer.h"
 #include "conformance/runner/process.h"
@@ -968,6 +969,70 @@ TEST(ForkOntoAnExistingName, APortThatRefusesItFailsExactlyTheForkReplacesTests)
   EXPECT_EQ(fair.r.exit_code, 0) << fair.r.out;
   EXPECT_EQ(fair.flagged.size(), 12u);  // three per group of each suite, all refused
   EXPECT_TRUE(fair.failed.empty());
+}
+
+// §FUS.9 A bf16 GEMM may flush subnormal factors, products, partial sums and
+// results to zero (oneDNN's bf16 kernels do; torch's F.linear runs there for
+// more than 4096 multiply-adds). The numpy port computing the bf16 wkv as that
+// kernel does (it gives torch's bits on an AVX512-BF16 CPU) passes every
+// gate_v41 test and random case; judged without the flush interval
+// (kvLow64 / kvHigh64 removed from the one test whose kv it changes), it fails
+// that test, so it does flush. Flushing where §FUS.9 forbids it fails exactly
+// the boundary tests: the smallest normal 2^-126 (Bf16GemmSmallestNormal), and
+// the fp8 GEMM's float32 operations (Fp8GemmSubnormal).
+TEST(Bf16GemmUnderflow, AFlushingBf16GemmPassesAndAFlushWhereTheRuleForbidsFails) {
+  if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
+  const FailedAndFlagged flush = RunAdapter("--variant bf16-gemm-flush", {"gate_v41"}, "Bf16GemmFlushToZero");
+  EXPECT_EQ(flush.r.exit_code, 0) << flush.r.out;
+  EXPECT_TRUE(flush.failed.empty());
+  ASSERT_EQ(flush.flagged.size(), 1u);
+  const std::string flushed = *flush.flagged.begin();  // "gate_v41:N"
+  Result random = Conform("--vectors " + kVectors + " --exec \"" + Python() + " " + kAdapter +
+                          " --variant bf16-gemm-flush\" --suite gate_v41 --random-only --random " +
+                          std::to_string(engram::testutil::SanitizedCount(300, 60)) + " --seed 11");
+  EXPECT_EQ(random.exit_code, 0) << random.out;
+
+  // The same port against the vectors without that test's interval: it fails that test alone.
+  const fs::path copy = Dir() / "vectors_no_flush_interval";
+  fs::remove_all(copy);
+  fs::copy(kVectors, copy, fs::copy_options::recursive);
+  const fs::path file = copy / "v1" / "gate_v41.json";
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(Slurp(file));
+  const int64_t tc = std::stoll(flushed.substr(flushed.find(':') + 1));
+  for (auto& g : doc["testGroups"]) {
+    for (auto& t : g["tests"]) {
+      if (t["tcId"] == tc) {
+        t.erase("kvLow64");
+        t.erase("kvHigh64");
+      }
+    }
+  }
+  std::ofstream(file) << doc.dump(1) << "\n";
+  std::string manifest;
+  std::istringstream lines(Slurp(copy / "MANIFEST.sha256"));
+  for (std::string line; std::getline(lines, line);) {
+    manifest += line.ends_with("  v1/gate_v41.json") ? engram::Sha256Hex(Slurp(file)) + "  v1/gate_v41.json" : line;
+    manifest += "\n";
+  }
+  std::ofstream(copy / "MANIFEST.sha256") << manifest;
+  const fs::path report = Dir() / "no_interval.json";
+  Result strict = Conform("--vectors " + copy.string() + " --suite gate_v41 --exec \"" + Python() + " " + kAdapter +
+                          " --variant bf16-gemm-flush\" --report-json " + report.string());
+  EXPECT_EQ(strict.exit_code, 1) << strict.out;
+  std::set<std::string> failed;
+  const json doc_report = json::parse(Slurp(report));  // kept alive for the loop
+  for (const json& t : doc_report["results"]) {
+    if (t["status"] == "fail") failed.insert(t["suite"].get<std::string>() + ":" + t["tcId"].dump());
+  }
+  EXPECT_EQ(failed, std::set<std::string>{flushed}) << strict.out;
+
+  for (const auto& [variant, flag] : {std::pair<std::string, std::string>{"bf16-gemm-flush-min-normal", "Bf16GemmSmallestNormal"},
+                                      {"fp8-gemm-flush", "Fp8GemmSubnormal"}}) {
+    const FailedAndFlagged v = RunAdapter("--variant " + variant, {"gate_v41"}, flag);
+    EXPECT_EQ(v.r.exit_code, 1) << v.r.out;
+    EXPECT_EQ(v.flagged.size(), 1u) << variant;
+    EXPECT_EQ(v.failed, v.flagged) << variant << v.r.out;
+  }
 }
 
 // §CONF.2 The pipeline (Peer::Send / Receive): the answers come back in the

@@ -7,7 +7,8 @@ from porting.facts import (fact_binary_history, fact_conv_layout, fact_demo_forw
                            fact_head_ranges, fact_offsets_prefix_sums, fact_packed_offsets,
                            fact_rollbacks_mandatory, fact_row_shards, fact_rows_are_residues_plus_offsets,
                            fact_safetensors_offsets, fact_segments_chain, fact_steps_simulated, fact_token_lookup,
-                           fact_token_map, fact_v41_stream_layout, fact_wkv_layout, fwd_dims, hash_dims, layout_dims,
+                           fact_token_map, fact_v41_stream_layout, fact_wkv_flush_interval, fact_wkv_layout, fwd_dims,
+                           hash_dims, layout_dims,
                            table_d)
 
 HASH_DIMS = {
@@ -154,7 +155,11 @@ CODE = {
         facts=[("each test has either weight or weightCodes + weightScales", lambda x: ("weight" in x.t) != ("weightCodes" in x.t)),
                ("layout: `Σ_k e[k] · W[n·K + k]` in float64 is `kvRef64[n]`, with W the decoded bf16 `weight`, or "
                 "for fp8 the decoded code `weightCodes[n·K + k]` times `2^(weightScales[(n div 32)·(K/32) + k div 32] "
-                "− 127)` and e the activation decoded from the `intermediate` codes and scales", fact_wkv_layout)]),
+                "− 127)` and e the activation decoded from the `intermediate` codes and scales", fact_wkv_layout),
+               ("bf16 tests: with the terms `t = e[k] · W[n·K + k]`, D those with a subnormal factor and N the nonzero "
+                "ones that are not multiples of 2^−126, `kvLow64[n] = min(kvRef64[n], Σ(t, k ∉ D) + Σ(min(t, 0), k ∈ D) "
+                "− N · 2^−126)` and `kvHigh64[n]` the same with max and + (§FUS.9: the flushes to zero a bf16 GEMM may "
+                "make); fp8 tests have neither", fact_wkv_flush_interval)]),
     "DemoGateTest": dict(
         dims=DEMO_DIMS,
         facts=[("layout: `Σ_k e[k] · keyWeight[(c·H + n)·K + k] + keyBias[c·H + n]` in float64 is "

@@ -352,6 +352,47 @@ def fact_wkv_layout(x):
     return all(close(sum(a[k] * w(n, k) for k in range(k_in)), fl(t["kvRef64"][n])) for n in range(n_out))
 
 
+def same(a, b):
+    """The same double, or both NaN."""
+    return a == b or (a != a and b != b)
+
+
+def fact_wkv_flush_interval(x):
+    """§FUS.9 a bf16 GEMM's flush to zero: per output, with the terms t = e[k] · W[n·K + k] (exact in a
+    double), D those with a subnormal factor and N the nonzero ones that are not multiples of 2^-126,
+    kvLow64 = min(r, Σ_(k∉D) t + Σ_(k∈D) min(t, 0) − N · 2^-126) and kvHigh64 the same with max and +
+    (the sums in k order, as the generator's); r alone where r is not finite. fp8 tests have neither."""
+    t = x.t
+    if "weight" not in t:
+        return "kvLow64" not in t and "kvHigh64" not in t
+    n_out, k_in = t["outFeatures"], len(t["e"])
+    q = 2.0 ** -126
+    e = [bf16_value(v) for v in t["e"]]
+    for n in range(n_out):
+        r = fl(t["kvRef64"][n])
+        kept = daz_pos = daz_neg = 0.0
+        groups = 0
+        for k in range(k_in):
+            w = bf16_value(t["weight"][n * k_in + k])
+            term = e[k] * w
+            if 0 < abs(e[k]) < q or 0 < abs(w) < q:
+                if term > 0:
+                    daz_pos += term
+                else:
+                    daz_neg += term
+            else:
+                kept += term
+            if term != 0 and (not math.isfinite(term) or math.fmod(term, q) != 0):
+                groups += 1  # (an infinite or NaN term leaves r not finite: the bounds are r)
+        if not math.isfinite(r):
+            lo = hi = r
+        else:
+            lo, hi = min(r, kept + daz_neg - groups * q), max(r, kept + daz_pos + groups * q)
+        if not (same(lo, fl(t["kvLow64"][n])) and same(hi, fl(t["kvHigh64"][n]))):
+            return False
+    return True
+
+
 def fact_v41_stream_layout(x):
     g, t = x.g, x.t
     hc, dim = g["hc"], g["dim"]
