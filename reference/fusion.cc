@@ -17,6 +17,7 @@
 #include <cstring>
 #include <limits>
 
+#include "base/checked_math.h"
 #include "base/error.h"
 #include "reference/detail/short_conv.h"
 #include "reference/storage.h"
@@ -50,6 +51,12 @@ void CheckSize(size_t got, size_t want, const std::string& what) {
   if (got != want) {
     throw Error(what + ": has " + std::to_string(got) + " values, expected " + std::to_string(want));
   }
+}
+
+// §ERR.3 The same against a product of dimensions, checked before it is
+// compared: a product that wraps (4 · 2^62 = 0) would match an empty buffer.
+void CheckSize(size_t got, std::initializer_list<size_t> dims, const std::string& what) {
+  CheckSize(got, SizeProduct(dims, what), what);
 }
 
 }  // namespace
@@ -138,7 +145,7 @@ GateParts GateDemo(double gv, Precision p) {
 
 // §FUS.2 y[n] = sum_k x[k] * w[n][k], sequential from +0.
 std::vector<double> LinearNoBias(std::span<const double> x, std::span<const double> w, size_t out, Precision p) {
-  CheckSize(w.size(), out * x.size(), "wkv weight");
+  CheckSize(w.size(), {out, x.size()}, "wkv weight");
   std::vector<double> y(out);
   for (size_t n = 0; n < out; ++n) {
     double acc = 0.0;
@@ -209,9 +216,9 @@ std::vector<double> Fp8Linear(const QuantizedActivation& a, std::span<const uint
   if (in % kBlock != 0) throw Error("fp8 wkv: in_features " + std::to_string(in) + " is not a multiple of 32");
   CheckSize(a.codes.size(), in, "fp8 wkv activation codes");
   CheckSize(a.scales.size(), in / kBlock, "fp8 wkv activation scales");
-  CheckSize(w_codes.size(), out * in, "fp8 wkv weight codes [out][in]");
+  CheckSize(w_codes.size(), {out, in}, "fp8 wkv weight codes [out][in]");
   const size_t kb_count = in / kBlock, ob_count = (out + kBlock - 1) / kBlock;
-  CheckSize(w_scales.size(), ob_count * kb_count, "fp8 wkv weight scales [ceil(out/32)][in/32]");
+  CheckSize(w_scales.size(), {ob_count, kb_count}, "fp8 wkv weight scales [ceil(out/32)][in/32]");
   std::vector<double> y(out);
   for (size_t n = 0; n < out; ++n) {
     double acc = 0.0;
@@ -314,9 +321,10 @@ void V41FloatWeights::Check() const {
     throw Error("float32 forward: embed.weight has " + std::to_string(table.size()) +
                 " values, not a positive multiple of head_dim " + std::to_string(head_dim));
   }
-  CheckSize(wkv.size(), (hc + 1) * dim * columns * head_dim, "float32 forward: wkv.weight [(hc+1)*dim][columns*head_dim]");
-  CheckSize(q_weight.size(), hc * dim, "float32 forward: q_weight [hc][dim]");
-  CheckSize(k_weight.size(), hc * dim, "float32 forward: k_weight [hc][dim]");
+  if (hc == std::numeric_limits<size_t>::max()) throw Error("float32 forward: hc " + std::to_string(hc) + " does not fit (§ERR.3)");
+  CheckSize(wkv.size(), {hc + 1, dim, columns, head_dim}, "float32 forward: wkv.weight [(hc+1)*dim][columns*head_dim]");
+  CheckSize(q_weight.size(), {hc, dim}, "float32 forward: q_weight [hc][dim]");
+  CheckSize(k_weight.size(), {hc, dim}, "float32 forward: k_weight [hc][dim]");
 }
 
 // §FUS.11 Engram.forward with float32 parameters: embed (a plain lookup, no
@@ -326,8 +334,8 @@ std::vector<V41FloatPositionTrace> ForwardV41Float(const V41FloatWeights& w, std
                                                    std::span<const double> x, std::span<const uint8_t> masked,
                                                    size_t steps, double eps, Precision p) {
   w.Check();
-  CheckSize(rows.size(), steps * w.columns, "float32 forward: row ids [steps][columns]");
-  CheckSize(x.size(), steps * w.hc * w.dim, "float32 forward: x [steps][hc][dim]");
+  CheckSize(rows.size(), {steps, w.columns}, "float32 forward: row ids [steps][columns]");
+  CheckSize(x.size(), {steps, w.hc, w.dim}, "float32 forward: x [steps][hc][dim]");
   if (!masked.empty()) CheckSize(masked.size(), steps, "float32 forward: mask [steps]");
   const size_t in = w.columns * w.head_dim, out_features = (w.hc + 1) * w.dim;
   std::vector<V41FloatPositionTrace> trace(steps);
@@ -379,14 +387,14 @@ void DemoParams::Check() const {
   if (hc == 0 || hidden == 0 || in == 0 || kernel == 0 || dilation == 0) {
     throw Error("demo-v1 parameters: hc, hidden, in, kernel and dilation must all be >= 1");
   }
-  CheckSize(key_w.size(), hc * hidden * in, "demo-v1 key_w [hc][hidden][in]");
-  CheckSize(key_b.size(), hc * hidden, "demo-v1 key_b [hc][hidden]");
-  CheckSize(norm1_w.size(), hc * hidden, "demo-v1 norm1_w [hc][hidden]");
-  CheckSize(norm2_w.size(), hc * hidden, "demo-v1 norm2_w [hc][hidden]");
-  CheckSize(value_w.size(), hidden * in, "demo-v1 value_w [hidden][in]");
+  CheckSize(key_w.size(), {hc, hidden, in}, "demo-v1 key_w [hc][hidden][in]");
+  CheckSize(key_b.size(), {hc, hidden}, "demo-v1 key_b [hc][hidden]");
+  CheckSize(norm1_w.size(), {hc, hidden}, "demo-v1 norm1_w [hc][hidden]");
+  CheckSize(norm2_w.size(), {hc, hidden}, "demo-v1 norm2_w [hc][hidden]");
+  CheckSize(value_w.size(), {hidden, in}, "demo-v1 value_w [hidden][in]");
   CheckSize(value_b.size(), hidden, "demo-v1 value_b [hidden]");
-  CheckSize(conv_norm_w.size(), hc * hidden, "demo-v1 conv_norm_w [hc][hidden]");
-  CheckSize(conv_w.size(), hc * hidden * kernel, "demo-v1 conv_w [hc*hidden][kernel]");
+  CheckSize(conv_norm_w.size(), {hc, hidden}, "demo-v1 conv_norm_w [hc][hidden]");
+  CheckSize(conv_w.size(), {hc, hidden, kernel}, "demo-v1 conv_w [hc*hidden][kernel]");
 }
 
 // §FUS.6 The demo gate of one token, all streams.
@@ -394,7 +402,7 @@ DemoTokenTrace DemoGateToken(std::span<const double> e, std::span<const double> 
                              Precision p) {
   q.Check();
   CheckSize(e.size(), q.in, "demo-v1 gate: embedding e");
-  CheckSize(hidden.size(), q.hc * q.hidden, "demo-v1 gate: hidden [hc][hidden]");
+  CheckSize(hidden.size(), {q.hc, q.hidden}, "demo-v1 gate: hidden [hc][hidden]");
   const size_t H = q.hidden;
   DemoTokenTrace tok;
   tok.value_proj = LinearBias(e, q.value_w, q.value_b, p);
@@ -435,7 +443,7 @@ ShortConvTrace ShortConvVariant(std::span<const double> value, size_t steps, con
                                 double norm_eps, ShortConvTaps taps) {
   q.Check();
   const size_t H = q.hidden, C = q.hc * q.hidden;
-  CheckSize(value.size(), steps * C, "ShortConv input [T][hc][hidden]");
+  CheckSize(value.size(), {steps, C}, "ShortConv input [T][hc][hidden]");
   ShortConvTrace s;
   s.normed.assign(steps * C, 0.0);
   for (size_t t = 0; t < steps; ++t) {
@@ -475,8 +483,8 @@ DemoForwardTrace DemoForward(std::span<const double> e, std::span<const double> 
                              const DemoParams& q, Precision p) {
   q.Check();
   const size_t C = q.hc * q.hidden;
-  CheckSize(e.size(), steps * q.in, "demo-v1 forward: e [T][in]");
-  CheckSize(hidden.size(), steps * C, "demo-v1 forward: hidden [T][hc][hidden]");
+  CheckSize(e.size(), {steps, q.in}, "demo-v1 forward: e [T][in]");
+  CheckSize(hidden.size(), {steps, C}, "demo-v1 forward: hidden [T][hc][hidden]");
   DemoForwardTrace f;
   f.value.assign(steps * C, 0.0);
   for (size_t t = 0; t < steps; ++t) {
@@ -665,7 +673,7 @@ double Float32Gamma(double n) { return n * kU32 / (1 - n * kU32); }
 std::vector<double> LinearBiasErrorBound(std::span<const double> x, std::span<const double> w,
                                          std::span<const double> b) {
   const size_t in = x.size();
-  CheckSize(w.size(), b.size() * in, "Linear error bound: weight");
+  CheckSize(w.size(), {b.size(), in}, "Linear error bound: weight");
   // in products and one bias, summed in any order: every term meets at most
   // in + 1 roundings (its product and in additions), so γ_(in+1) of the
   // terms' absolute sum bounds the float32 result's error.
@@ -707,7 +715,7 @@ Range SiluRange(Range x) {
 std::vector<Range> ShortConvRange(std::span<const Range> value, size_t steps, const DemoParams& q) {
   q.Check();
   const size_t H = q.hidden, C = q.hc * q.hidden, K = q.kernel;
-  CheckSize(value.size(), steps * C, "ShortConv range input [T][hc][hidden]");
+  CheckSize(value.size(), {steps, C}, "ShortConv range input [T][hc][hidden]");
   const double nan = std::numeric_limits<double>::quiet_NaN();
   // The normed values n = v · rsqrt(mean(v²) + eps) · w over the box: the sum
   // of squares lies between the sums of each element's smallest and largest

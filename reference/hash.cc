@@ -355,11 +355,21 @@ HashHistory HistoryFromJson(const nlohmann::json& doc, std::string_view source) 
     throw Error(where + ": key 'version': " + (doc.contains("version") ? doc["version"].dump() : "missing") + " is not supported (expected 1)");
   }
   HashHistory h;
+  // §HASH.9 Every integer is an int64: a JSON reader that converts an
+  // unsigned 2^64 - 1 (or 2^63) to int64 wraps it into -1, DEAD (or
+  // INT64_MIN); it is refused as out of range instead.
+  auto in_int64 = [](const nlohmann::json& v) {
+    return v.is_number_integer() && !(v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX});
+  };
   if (!doc.contains("position") || !doc["position"].is_number_integer()) throw Error(where + ": key 'position': expected an integer");
+  if (!in_int64(doc["position"])) {
+    throw Error(where + ": key 'position': " + doc["position"].dump() + " is outside the int64 range (§HASH.9)");
+  }
   h.position = doc["position"].get<int64_t>();
   if (!doc.contains("history") || !doc["history"].is_array()) throw Error(where + ": key 'history': expected an array of ids");
   for (const auto& id : doc["history"]) {
     if (!id.is_number_integer()) throw Error(where + ": key 'history': " + id.dump() + " is not an integer id");
+    if (!in_int64(id)) throw Error(where + ": key 'history': " + id.dump() + " is outside the int64 range of an id (§HASH.9)");
     h.ids.push_back(id.get<int64_t>());
   }
   if (!doc.contains("layoutFingerprint") || !doc["layoutFingerprint"].is_string()) {

@@ -204,6 +204,33 @@ TEST_F(HistoryRefusals, JsonFormDamage_HASH9) {
   EXPECT_THROW(HistoryFromJson(bad_fp, "h.json"), Error);
 }
 
+// §HASH.9 every integer of the JSON form is an int64: an unsigned 2^64 - 1
+// once read as -1 (DEAD, a valid v4.1 history id) and 2^63 as INT64_MIN.
+TEST_F(HistoryRefusals, IntegersBeyondInt64AreRefusedNotWrapped_HASH9) {
+  const std::string good = HistoryToJson(Good()).dump();
+  for (const char* bad : {"18446744073709551615", "9223372036854775808"}) {
+    nlohmann::json ids = nlohmann::json::parse(good);
+    ids["history"][0] = nlohmann::json::parse(bad);
+    try {
+      HistoryFromJson(ids, "h.json");
+      FAIL() << "history id " << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(std::string("h.json: key 'history': ") + bad + " is outside the int64 range"));
+    }
+    nlohmann::json position = nlohmann::json::parse(good);
+    position["position"] = nlohmann::json::parse(bad);
+    try {
+      HistoryFromJson(position, "h.json");
+      FAIL() << "position " << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(std::string("h.json: key 'position': ") + bad + " is outside the int64 range"));
+    }
+  }
+  nlohmann::json largest = nlohmann::json::parse(good);
+  largest["history"][0] = std::numeric_limits<int64_t>::max();  // the largest int64 is an integer still read
+  EXPECT_EQ(HistoryFromJson(largest, "h.json").ids[0], std::numeric_limits<int64_t>::max());
+}
+
 // §HASH.5 the position never wraps: a history imported at 2^63 - 1 takes an
 // empty append, and refuses one more id with the state unchanged (before,
 // the position wrapped to -2^63, a position that import itself refuses).

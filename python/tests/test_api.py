@@ -3,6 +3,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -94,3 +95,22 @@ def test_tampered_vectors_are_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("ENGRAM_VECTORS", str(tmp_path / "v"))
     with pytest.raises(engram.Error, match="v1/layout.json does not match MANIFEST.sha256"):
         engram.vectors.suites()
+
+
+def test_a_size_product_that_wraps_is_refused_not_indexed():
+    """§ERR.3 in = 2^62 with hidden 4: hidden·in and hc·hidden·in wrap to 0 in 64 bits, so empty arrays once "had
+    the expected size" and engram.demo_forward indexed them: the interpreter died (SIGSEGV). Run apart, so that a
+    crash fails this test instead of the session."""
+    code = """
+import numpy as np, engram
+p = engram.DemoParams(hc=1, hidden=4, **{"in": 2**62}, kernel=1, dilation=1, key_w=[], key_b=[0.0] * 4,
+                      norm1_w=[1.0] * 4, norm2_w=[1.0] * 4, value_w=[], value_b=[0.0] * 4, conv_norm_w=[1.0] * 4,
+                      conv_w=[0.0] * 4)
+try:
+    engram.demo_forward(np.zeros((4, 0)), np.zeros((4, 1, 4)), p)
+except engram.Error as e:
+    print("refused:", e)
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, (r.returncode, r.stderr)
+    assert "refused:" in r.stdout and "does not fit in 64 bits" in r.stdout, r.stdout + r.stderr
