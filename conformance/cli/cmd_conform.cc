@@ -130,7 +130,7 @@ void AddConformCommand(CLI::App& app) {
   cmd->add_option("--random-seconds", s->random_seconds,
                   "Per suite, stop drawing after this many seconds (a nightly's budget: --random N or S seconds, "
                   "whichever comes first; the count run then depends on the machine)")
-      ->check(CLI::Range(0.001, 604800.0))
+      ->check(SecondsIn(0.001, 604800))
       ->needs(random);
   cmd->add_option("--shrink-calls", s->shrink_calls,
                   "The most implementation calls spent shrinking one failing case (default 2000; 0: no shrinking)")
@@ -151,6 +151,8 @@ void AddConformCommand(CLI::App& app) {
                           ->check(IntIn(1, int64_t{1} << 20, "a number of shards"));
   cmd->callback([s, seed, shard_index, shard_count] {
     StopOnSignals();
+    // §CONF.2 what the implementation starts outside its group is adopted, and ended with the run.
+    conform::AdoptOrphans();
     conform::Options o;
     o.vectors = s->vectors;
     if (!s->lib.empty()) {

@@ -238,7 +238,8 @@ void AddForwardCommand(CLI::App& app) {
   s->ids_opt = cmd->add_option("--ids", s->ids,
                                "Ids to hash (§HASH; raw with --token-map; -1 = a masked position); else the "
                                "input's hash_ids");
-  s->layer_opt = cmd->add_option("--layer", s->layer, "Engram layer id (default: the first of the configuration)");
+  s->layer_opt = cmd->add_option("--layer", s->layer, "Engram layer id (default: the first of the configuration)")
+                     ->check(IntIn(0, INT64_MAX, "a layer id of the configuration"));
   cmd->add_option("--out", s->out, "Write the JSON here instead of stdout");
   cmd->callback([s] {
     if (!s->float32) {

@@ -201,8 +201,12 @@ CLI::Validator SecondsIn(double lo, double hi) {
   return CLI::Validator(
       [lo, hi, range](std::string& input) -> std::string {
         // Plain decimal text only: digits, one '.', an exponent; no sign other than in the exponent, no nan/inf/hex.
-        bool ok = !input.empty();
-        for (char c : input) ok = ok && (std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+');
+        bool ok = !input.empty() && (std::isdigit(static_cast<unsigned char>(input[0])) || input[0] == '.');
+        for (size_t i = 0; i < input.size(); ++i) {
+          const char c = input[i];
+          const bool exponent_sign = (c == '-' || c == '+') && i > 0 && (input[i - 1] == 'e' || input[i - 1] == 'E');
+          ok = ok && (std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == 'e' || c == 'E' || exponent_sign);
+        }
         char* end = nullptr;
         const double v = ok ? std::strtod(input.c_str(), &end) : 0;
         if (!ok || end != input.c_str() + input.size() || !std::isfinite(v) || v < lo || v > hi) {

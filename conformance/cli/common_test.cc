@@ -134,6 +134,17 @@ TEST(CliNumericOptions, RangesNameOptionValueAndBounds) {
       {conform + "--timeout 1e300", {"--timeout", "'1e300'"}},
       {conform + "--accumulate-timeout -5", {"--accumulate-timeout", "'-5'"}},
       {conform + "--accumulate-max -1", {"--accumulate-max", "'-1'"}},
+      // One strict rule for every numeric option: no NaN, no hex, no sign, no '_' where decimal is documented.
+      {conform + "--random 5 --random-seconds nan", {"--random-seconds: must be a number of seconds", "'nan'"}},
+      {conform + "--random 5 --random-seconds -nan", {"--random-seconds", "'-nan'"}},
+      {conform + "--random 5 --random-seconds 0x10", {"--random-seconds", "'0x10'"}},
+      {conform + "--random 5 --random-seconds +1", {"--random-seconds", "'+1'"}},
+      {conform + "--timeout 0x10", {"--timeout", "'0x10'"}},
+      {conform + "--random 0x10", {"--random: must be a decimal integer", "'0x10'"}},
+      {conform + "--random 1_0", {"--random", "'1_0'"}},
+      {conform + "--random 5 --seed 0x10", {"--seed", "'0x10'"}},
+      {conform + "--shard-index +1 --shard-count 2", {"--shard-index", "'+1'"}},
+      {"forward --config " + kV41 + " --weights w.json --input i.json --layer 0x10", {"--layer", "'0x10'"}},
   };
   for (const Case& c : cases) {
     Result r = RunCli(c.args);

@@ -68,6 +68,9 @@ class Peer {
   // CallLine's. After a failure the child is gone and nothing is in flight.
   Reply Receive(std::chrono::milliseconds timeout);
   size_t InFlight() const { return in_flight_.size(); }
+  // Stops the implementation without reading the answers in flight (a time
+  // budget that ran out, §CONF.7); the next CallLine starts a fresh one.
+  void Abandon() { Drop(); }
   // §CONF.2 item 5.
   void Bye();
 

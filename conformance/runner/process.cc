@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,6 +11,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -24,8 +28,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// A runaway child cannot make the runner hold unbounded memory (§ERR.3).
+// A runaway child cannot make the runner hold unbounded memory (§ERR.3): the
+// line being read is cut at kStdoutCap, and what the child wrote ahead of the
+// runner (answers not asked for yet, a flood) is read up to kBufferCap, then
+// left in the pipe until the runner has taken lines (the child then blocks).
 constexpr size_t kStdoutCap = ChildProcess::kMaxLineBytes;
+constexpr size_t kBufferCap = 2 * ChildProcess::kMaxLineBytes;
 // §CONF.2 Only the tail of the child's log is kept (shown on failure).
 constexpr size_t kStderrKeep = 4096;
 // §CONF.2 How often a wait for output checks whether the child has exited:
@@ -44,6 +52,7 @@ struct Registry {
   std::mutex mutex;
   std::map<pid_t, std::pair<int, int>> live;  // pid -> (stdout fd, stderr fd)
   bool stopping = false;
+  bool adopting = false;  // AdoptOrphans succeeded: the runner's other children are left-behind processes
 };
 Registry& Children() {
   static Registry* r = new Registry;  // never destroyed: a signal may come during exit
@@ -148,7 +157,7 @@ ChildProcess::WriteStatus ChildProcess::WriteLine(const std::string& line, std::
     // its log (a full stderr pipe) or an early answer does not read its
     // input, and the two would wait for each other until the timeout.
     pollfd fds[3] = {{in_fd_, POLLOUT, 0},
-                     {out_eof_ || PartialLine() > kStdoutCap ? -1 : out_fd_, POLLIN, 0},
+                     {out_eof_ || Full() ? -1 : out_fd_, POLLIN, 0},
                      {err_eof_ ? -1 : err_fd_, POLLIN, 0}};
     if (poll(fds, 3, std::min(Millis(left), static_cast<int>(kExitCheck.count()))) < 0 && errno != EINTR) {
       return WriteStatus::kClosed;
@@ -164,9 +173,17 @@ ChildProcess::WriteStatus ChildProcess::WriteLine(const std::string& line, std::
 
 void ChildProcess::ReadStdout() {
   char buf[65536];
-  // §ERR.3 The cap is on the line being read: complete answers waiting
-  // their turn (requests written ahead) are bounded by what was asked.
-  while (!out_eof_ && PartialLine() <= kStdoutCap) {
+  // §ERR.3 The lines already handed out are dropped before more is read
+  // (once they are half the buffer: amortised, each byte moves once), so that
+  // a child writing without pause cannot grow the buffer by them.
+  if (out_pos_ > 0 && out_pos_ >= out_buffer_.size() / 2) {
+    out_buffer_.erase(0, out_pos_);
+    lines_end_ -= out_pos_;
+    out_pos_ = 0;
+  }
+  // Then at most kBufferCap bytes wait unread (complete answers ahead and the
+  // line being read): the rest stays in the pipe.
+  while (!out_eof_ && !Full()) {
     const ssize_t n = read(out_fd_, buf, sizeof(buf));
     if (n > 0) {
       out_buffer_.append(buf, static_cast<size_t>(n));
@@ -198,6 +215,10 @@ void ChildProcess::DrainStderr() {
       err_eof_ = true;
     }
   }
+}
+
+bool ChildProcess::Full() const {
+  return PartialLine() > kStdoutCap || out_buffer_.size() - out_pos_ > kBufferCap;
 }
 
 bool ChildProcess::Exited() {
@@ -281,7 +302,10 @@ namespace {
 // is reaped if it is a zombie, which would otherwise count).
 bool GroupAlive(pid_t pgid) {
   int status = 0;
-  waitpid(pgid, &status, WNOHANG);
+  // Every ended member that is the runner's child (the leader, and what the
+  // runner adopted, AdoptOrphans) is reaped: a zombie would count as alive.
+  while (waitpid(-pgid, &status, WNOHANG) > 0) {
+  }
   return kill(-pgid, 0) == 0;
 }
 
@@ -322,6 +346,66 @@ std::string PipeHolders(int fd) {
   return out.empty() ? "a process (not found in /proc) " : out;
 }
 
+// A child of the runner that is not a running implementation.
+struct AdoptedProcess {
+  pid_t pid = 0, group = 0;
+  bool zombie = false;
+};
+
+// The runner's children that are not a running implementation, from
+// /proc/<pid>/stat (field 3 is the state, 4 the parent, 5 the group).
+std::vector<AdoptedProcess> Adopted(const std::set<pid_t>& live) {
+  std::vector<AdoptedProcess> out;
+  const pid_t self = getpid();
+  std::error_code ec;
+  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = proc.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(proc.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t close = stat.rfind(')');  // the command name may hold spaces and parentheses
+    if (close == std::string::npos) continue;
+    std::istringstream fields(stat.substr(close + 1));
+    char state = 0;
+    long ppid = 0, pgrp = 0;
+    if (!(fields >> state >> ppid >> pgrp)) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (ppid == self && live.count(pid) == 0) out.push_back({pid, static_cast<pid_t>(pgrp), state == 'Z'});
+  }
+  return out;
+}
+
+std::string EndAdopted(const std::set<pid_t>& live, std::chrono::milliseconds grace) {
+  std::set<pid_t> ended;
+  int signo = SIGTERM;
+  const auto term_until = Clock::now() + grace;
+  const auto give_up = term_until + milliseconds(5000);
+  while (Clock::now() < give_up) {
+    std::vector<AdoptedProcess> adopted = Adopted(live);
+    // An adopted process that has ended is only reaped (by its pid: a running
+    // implementation's exit is its ChildProcess's to see).
+    std::erase_if(adopted, [](const AdoptedProcess& a) {
+      int status = 0;
+      return a.zombie && waitpid(a.pid, &status, WNOHANG) == a.pid;
+    });
+    if (adopted.empty()) break;
+    if (Clock::now() >= term_until) signo = SIGKILL;
+    for (const AdoptedProcess& a : adopted) {
+      if (ended.insert(a.pid).second || signo == SIGKILL) {
+        // Its own group (setsid, setpgid) goes with it; never the runner's.
+        if (a.group == a.pid && a.group != getpgrp()) kill(-a.group, signo);
+        kill(a.pid, signo);
+      }
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  if (ended.empty()) return "";
+  std::string pids;
+  for (pid_t p : ended) pids += (pids.empty() ? "" : ", ") + std::to_string(p);
+  return "the implementation left " + std::to_string(ended.size()) + " process(es) running outside its process group (" +
+         pids + "): ended";
+}
+
 }  // namespace
 
 std::string StopAllChildren(std::chrono::milliseconds grace) {
@@ -338,6 +422,12 @@ std::string StopAllChildren(std::chrono::milliseconds grace) {
   for (pid_t g : stubborn) kill(-g, SIGKILL);
   const std::vector<pid_t> survivors = WaitGroups(stubborn, milliseconds(1000));
   std::string report;
+  // What left the groups and was adopted (AdoptOrphans) is ended too.
+  if (registry.adopting) {
+    std::set<pid_t> live;
+    for (const auto& [pid, fds] : registry.live) live.insert(pid);
+    if (const std::string ended = EndAdopted(live, grace); !ended.empty()) report += ended + "\n";
+  }
   for (const auto& [pid, fds] : registry.live) {
     const std::string group = "process group " + std::to_string(pid);
     if (std::count(survivors.begin(), survivors.end(), pid)) {
@@ -356,6 +446,25 @@ std::string StopAllChildren(std::chrono::milliseconds grace) {
     }
   }
   return report;
+}
+
+bool AdoptOrphans() {
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return false;
+  Registry& registry = Children();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  registry.adopting = true;
+  return true;
+}
+
+std::string EndOrphans(std::chrono::milliseconds grace) {
+  Registry& registry = Children();
+  std::set<pid_t> live;
+  {
+    std::lock_guard<std::mutex> lock(registry.mutex);
+    if (!registry.adopting) return "";
+    for (const auto& [pid, fds] : registry.live) live.insert(pid);
+  }
+  return EndAdopted(live, grace);
 }
 
 }  // namespace engram::conform

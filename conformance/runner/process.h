@@ -58,6 +58,9 @@ class ChildProcess {
   bool Exited();
   // The bytes of stdout after its last complete line (the line being read).
   size_t PartialLine() const { return out_buffer_.size() - lines_end_; }
+  // §ERR.3 Whether no more of stdout is read for now: the line being read is
+  // too long, or enough unread bytes wait (process.cc kBufferCap).
+  bool Full() const;
 
   pid_t pid_ = -1;
   int in_fd_ = -1;
@@ -81,6 +84,22 @@ class ChildProcess {
 // it, e.g. started with setsid, that still holds the child's stdout). No child
 // can be started afterwards (the constructor throws): the caller exits.
 std::string StopAllChildren(std::chrono::milliseconds grace);
+
+// §CONF.2 Nothing the implementation started survives the run. The runner is
+// made a child subreaper (PR_SET_CHILD_SUBREAPER): a process the
+// implementation started outside its process group (setsid, a daemon that
+// forks twice) becomes the runner's child when its parent ends, where
+// EndOrphans finds it. Returns false when the kernel refuses (then only the
+// process groups are ended, and survivors are reported on a signal).
+bool AdoptOrphans();
+
+// Ends every child of the runner that is not a running implementation (what
+// AdoptOrphans adopted), with its process group when it leads one, and what
+// they started in turn (adopted as they end): SIGTERM, up to `grace` for them
+// to go, then SIGKILL, until none is left. Returns one line that says which
+// processes were ended ("" when none was found). Does nothing unless
+// AdoptOrphans succeeded.
+std::string EndOrphans(std::chrono::milliseconds grace);
 
 }  // namespace engram::conform
 

@@ -41,9 +41,9 @@ json TestOf(int64_t tc_id, const vectors::RandomCase& c) {
 }
 
 // The case as the implementation sees it: the group, the test with its tcId.
-TestResult Ask(const Options& o, Peer& peer, const std::string& suite, int64_t tc_id, const vectors::RandomCase& c,
-               Peer::Reply* reply, CaseDigest* digest = nullptr) {
-  return CallTest(peer, o.timeout, suite, Label(suite), tc_id, c.group, TestOf(tc_id, c), reply, digest);
+TestResult Ask(std::chrono::milliseconds timeout, Peer& peer, const std::string& suite, int64_t tc_id,
+               const vectors::RandomCase& c, Peer::Reply* reply) {
+  return CallTest(peer, timeout, suite, Label(suite), tc_id, c.group, TestOf(tc_id, c), reply, nullptr);
 }
 
 // A drawn case waiting its turn in the pipeline (RunRandom).
@@ -61,9 +61,10 @@ struct Pending {
 constexpr int64_t kWindow = 32;
 
 // Writes the requests of the waiting cases, in order, while the peer takes
-// them (Peer::Send); stops at the first it does not.
-void SendAhead(const Options& o, Peer& peer, std::deque<Pending>& window) {
+// them (Peer::Send); stops at the first it does not, and at the time budget.
+void SendAhead(const Options& o, Peer& peer, std::deque<Pending>& window, Clock::time_point deadline) {
   for (Pending& p : window) {
+    if (Clock::now() >= deadline) return;
     if (!p.generator_error.empty()) return;
     if (!p.in_scope || p.state != Pending::State::kWaiting) continue;
     Peer::Reply failure;
@@ -89,38 +90,67 @@ void Unsend(std::deque<Pending>& window) {
   }
 }
 
+// How long to wait for an answer: the per-test timeout, cut at the time
+// budget (--random-seconds) when that comes first (`cut` says so).
+std::chrono::milliseconds Wait(const Options& o, Clock::time_point deadline, bool* cut) {
+  *cut = false;
+  if (deadline == Clock::time_point::max()) return o.timeout;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  if (left >= o.timeout) return o.timeout;
+  *cut = true;
+  return std::max(left, std::chrono::milliseconds(1));
+}
+
 // The answer to the oldest sent case (window.front() when it was sent).
-Peer::Reply ReceiveOne(const Options& o, Peer& peer, Pending& p, std::deque<Pending>& window) {
+Peer::Reply ReceiveOne(Peer& peer, Pending& p, std::deque<Pending>& window, std::chrono::milliseconds wait) {
   const auto t0 = Clock::now();
-  Peer::Reply r = peer.Receive(o.timeout);
+  Peer::Reply r = peer.Receive(wait);
   p.prepared.result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (peer.InFlight() == 0) Unsend(window);  // a failure dropped the rest (or nothing was left)
   return r;
 }
 
 // The answer to window.front(): read ahead, read now, or (when it could not
-// be sent ahead) asked now.
-Peer::Reply TakeReply(const Options& o, Peer& peer, std::deque<Pending>& window) {
+// be sent ahead) asked now, waiting at most `wait`.
+Peer::Reply TakeReply(Peer& peer, std::deque<Pending>& window, std::chrono::milliseconds wait) {
   Pending& p = window.front();
   const Pending::State was = p.state;
   p.state = Pending::State::kTaken;
   if (was == Pending::State::kReplied) return std::move(p.reply);
-  if (was == Pending::State::kSent) return ReceiveOne(o, peer, p, window);
+  if (was == Pending::State::kSent) return ReceiveOne(peer, p, window, wait);
   const auto t0 = Clock::now();
-  Peer::Reply r = peer.CallLine(p.prepared.line, o.timeout);
+  Peer::Reply r = peer.CallLine(p.prepared.line, wait);
   p.prepared.result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return r;
 }
 
-// Reads the answers of every case sent ahead (in order) and keeps them.
-void ReceiveAll(const Options& o, Peer& peer, std::deque<Pending>& window) {
+// Reads the answers of every case sent ahead (in order) and keeps them; at
+// the time budget the rest are not waited for: the implementation, which
+// holds them, is stopped (a fresh one serves what comes next). Returns the
+// number of requests so abandoned.
+int64_t ReceiveAll(const Options& o, Peer& peer, std::deque<Pending>& window, Clock::time_point deadline) {
+  int64_t abandoned = 0;
   for (Pending& p : window) {
     if (peer.InFlight() == 0) break;
     if (p.state != Pending::State::kSent) continue;
-    p.reply = ReceiveOne(o, peer, p, window);
+    bool cut = false;
+    const std::chrono::milliseconds wait = Wait(o, deadline, &cut);
+    if (Clock::now() >= deadline) {
+      abandoned = static_cast<int64_t>(peer.InFlight());
+      peer.Abandon();
+      break;
+    }
+    const int64_t ahead = static_cast<int64_t>(peer.InFlight());
+    p.reply = ReceiveOne(peer, p, window, wait);
     p.state = Pending::State::kReplied;
+    if (cut && !p.reply.answered && p.reply.failure == "timeout") {  // the budget ran out while waiting
+      abandoned += ahead;
+      peer.Abandon();
+      break;
+    }
   }
   Unsend(window);
+  return abandoned;
 }
 
 struct Shrunk {
@@ -140,7 +170,7 @@ struct Shrunk {
 // --max-timeouts unanswered calls in a row: a hanging port must not spend the
 // whole budget at the timeout each.
 Shrunk Shrink(const Options& o, Peer& peer, const Claims& claims, const vectors::RandomSuite& gen, int64_t tc_id,
-              const vectors::RandomCase& failing, const TestResult& first) {
+              const vectors::RandomCase& failing, const TestResult& first, Clock::time_point deadline) {
   Shrunk s{failing, first, 0, 0};
   auto rule = [](const vectors::RandomCase& c) {
     const std::string e = c.test.value("error", "");
@@ -149,9 +179,10 @@ Shrunk Shrink(const Options& o, Peer& peer, const Claims& claims, const vectors:
   const std::string first_rule = rule(failing);
   int unanswered = 0;
   bool progress = true;
-  while (progress && s.calls < o.shrink_calls) {
+  while (progress && s.calls < o.shrink_calls && Clock::now() < deadline) {
     progress = false;
     for (const json& recipe : gen.shrink(s.best.recipe)) {
+      if (Clock::now() >= deadline) break;  // §CONF.7 the time budget bounds shrinking too
       vectors::RandomCase cand;
       try {
         cand = gen.build(recipe);
@@ -161,7 +192,8 @@ Shrunk Shrink(const Options& o, Peer& peer, const Claims& claims, const vectors:
       if (cand.measure >= s.best.measure || !InScope(o, claims, cand)) continue;
       if (cand.test.value("result", "") != failing.test.value("result", "") || rule(cand) != first_rule) continue;
       Peer::Reply reply;
-      TestResult r = Ask(o, peer, gen.suite, tc_id, cand, &reply);
+      bool cut = false;
+      TestResult r = Ask(Wait(o, deadline, &cut), peer, gen.suite, tc_id, cand, &reply);
       ++s.calls;
       unanswered = reply.answered ? 0 : unanswered + 1;
       if (o.max_consecutive_timeouts > 0 && unanswered >= o.max_consecutive_timeouts) return s;
@@ -253,8 +285,9 @@ std::set<std::string> DeclaredFeatures(const Options& o, const Claims& claims, R
 // before and after), its line in the report and its recipe for
 // --save-failures.
 void RecordFailure(const Options& o, Peer& peer, const Claims& claims, const vectors::RandomSuite& gen, int64_t i,
-                   const vectors::RandomCase& c, const TestResult& r, RandomRun& out, json& shrunk_report) {
-  const Shrunk s = Shrink(o, peer, claims, gen, i + 1, c, r);
+                   const vectors::RandomCase& c, const TestResult& r, RandomRun& out, json& shrunk_report,
+                   Clock::time_point deadline) {
+  const Shrunk s = Shrink(o, peer, claims, gen, i + 1, c, r, deadline);
   TestResult f = s.result;
   f.tc_id = i + 1;
   f.detail = "random case " + std::to_string(i + 1) + " of seed " + std::to_string(o.random_seed) + " (" + c.type +
@@ -308,6 +341,11 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
     int64_t next_draw = first;
     bool draw_failed = false;
     auto stop_suite = [&](const std::string& why) { stopped = why; };
+    // §CONF.7 --random-seconds bounds the suite's time, answers awaited included.
+    const Clock::time_point deadline =
+        o.random_seconds > 0 ? suite_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.random_seconds))
+                             : Clock::time_point::max();
+    int64_t abandoned = 0;  // requests written ahead and not waited for at the budget
     while (stopped.empty()) {
       while (!draw_failed && next_draw < end && static_cast<int64_t>(window.size()) < kWindow) {
         Pending& p = window.emplace_back();
@@ -329,7 +367,11 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
         if (p.in_scope) p.prepared = PrepareTest(gen.suite, Label(gen.suite), p.index + 1, p.c.group, p.c.test);
       }
       if (window.empty()) break;
-      SendAhead(o, peer, window);
+      if (Clock::now() >= deadline) {
+        stop_suite("--random-seconds");
+        break;
+      }
+      SendAhead(o, peer, window, deadline);
       Pending& p = window.front();
       if (!p.generator_error.empty()) {
         out.suite_problems[Label(gen.suite)].push_back("case " + std::to_string(p.index + 1) + " could not be generated: " + p.generator_error);
@@ -343,10 +385,21 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
         window.pop_front();
         continue;
       }
+      bool cut = false;
+      const int64_t ahead = std::max<int64_t>(1, static_cast<int64_t>(peer.InFlight()));  // this request and those after it
+      Peer::Reply reply = TakeReply(peer, window, Wait(o, deadline, &cut));
+      if (cut && !reply.answered && reply.failure == "timeout") {
+        // The budget ran out while waiting: the case is not judged (nor
+        // counted), and what was written ahead is not waited for.
+        abandoned += ahead;
+        peer.Abandon();
+        Unsend(window);
+        stop_suite("--random-seconds");
+        break;
+      }
       ++asked;
       ++out.asked;
       digest.Add(p.prepared.line);
-      Peer::Reply reply = TakeReply(o, peer, window);
       const int64_t i = p.index;
       TestResult r = JudgeReply(p.prepared, p.c.group, p.c.test, reply);
       unanswered_in_a_row = reply.answered ? 0 : unanswered_in_a_row + (reply.counts_as_timeout ? 1 : 0);
@@ -364,8 +417,8 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
         out.results.push_back(std::move(f));
       } else if (r.status == "fail") {
         ++failures;
-        ReceiveAll(o, peer, window);  // the answers ahead, read before shrinking asks anew
-        RecordFailure(o, peer, claims, gen, i, p.c, r, out, shrunk_report);
+        abandoned += ReceiveAll(o, peer, window, deadline);  // the answers ahead, read before shrinking asks anew
+        RecordFailure(o, peer, claims, gen, i, p.c, r, out, shrunk_report, deadline);
       } else {
         out.counts[Label(gen.suite)].Add(r);  // counted, not kept (§ERR.3)
       }
@@ -390,14 +443,14 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
       }
       // §CONF.7 a time budget per suite: the cases judged so far count, the
       // rest are not drawn (the line says where and why it stopped).
-      if (o.random_seconds > 0 && std::chrono::duration<double>(now - suite_start).count() >= o.random_seconds) {
+      if (now >= deadline) {
         stop_suite("--random-seconds");
         break;
       }
     }
     // Requests written ahead of a stop: their answers are read and dropped,
-    // so that the next suite (or bye) reads its own.
-    ReceiveAll(o, peer, window);
+    // so that the next suite (or bye) reads its own; not past the time budget.
+    abandoned += ReceiveAll(o, peer, window, deadline);
     std::string line = "random: " + gen.suite + ": " + std::to_string(asked) + " case(s) asked";
     if (const Counts& c = out.counts[Label(gen.suite)]; c.trivial > 0) {
       line += " (" + std::to_string(c.trivial) + " trivial passes not counted as tested)";
@@ -406,6 +459,10 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
     if (failures > 0) line += ", " + std::to_string(failures) + " failing";
     if (unshrunk > 0) line += " (" + std::to_string(unshrunk) + " of them not shrunk: --max-shrunk)";
     if (!stopped.empty() && drawn < end - first) line += " (stopped after case " + std::to_string(drawn) + ": " + stopped + ")";
+    if (abandoned > 0) {
+      line += " (" + std::to_string(abandoned) + " request(s) written ahead were not waited for at the time budget; the "
+              "implementation was stopped)";
+    }
     out.lines.push_back(line);
     for (const json& s : shrunk_report) {
       out.lines.push_back("random: " + gen.suite + " case " + s["case"].dump() + " (" + s["type"].get<std::string>() +

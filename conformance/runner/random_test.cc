@@ -147,6 +147,31 @@ TEST(RandomConform, ATimeBudgetStopsEachSuiteAndSaysWhere) {
   EXPECT_THAT(bad.out, HasSubstr("--random-seconds"));
 }
 
+// §CONF.7 The budget is a deadline on the suite's time, answers awaited
+// included: with a port that takes 0.3 s per case, --random-seconds 1 ends
+// the suite after about a second. Before, the requests written ahead (up to
+// 64) were each answered and then dropped: 10.8 s for a 1 s budget.
+TEST(RandomConform, ATimeBudgetDoesNotWaitForRequestsWrittenAhead) {
+  const fs::path port = Dir() / "slow_port.py";
+  std::ofstream(port) << "import json, sys, time\n"
+                         "for line in sys.stdin:\n"
+                         "    op = json.loads(line)['op']\n"
+                         "    if op == 'hello':\n"
+                         "        print(json.dumps({'protocol': 1, 'name': 'slow', 'suites': ['hash_v41'], 'profiles': ['v4.1', 'demo-v1']}), flush=True)\n"
+                         "    elif op == 'bye':\n"
+                         "        break\n"
+                         "    else:\n"
+                         "        time.sleep(0.3)\n"
+                         "        print(json.dumps({'unsupported': 'slow'}), flush=True)\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  Result r = Conform("--vectors " + kVectors + " --exec 'python3 " + port.string() +
+                     "' --random 100 --random-only --suite hash_v41 --random-seconds 1 --seed 3");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(seconds, 4.0) << r.out;
+  EXPECT_THAT(r.out, testing::ContainsRegex("random: hash_v41: [0-9] case\\(s\\) asked.*\\(stopped after case [0-9]+: --random-seconds\\)"));
+  EXPECT_THAT(r.out, HasSubstr("not waited for at the time budget"));
+}
+
 // §CONF.7 --max-shrunk K: a suite keeps drawing after its first failures (--max-random-failures 0), shrinks
 // its first K failing cases and reports the later ones as they failed; the counts are those of a run that
 // shrinks every one, and a shard report of it still merges (every failing case listed).

@@ -24,6 +24,7 @@
 #include "base/sha256.h"
 #include "conformance/runner/judge.h"
 #include "conformance/runner/peer.h"
+#include "conformance/runner/process.h"
 #include "conformance/runner/random_run.h"
 #include "conformance/runner/report.h"
 #include "reference/input_files.h"
@@ -837,6 +838,15 @@ void WriteReports(const Options& options, const json& hello, const Claims& claim
 // verdict, the reports, the summary. A problem before the first test is exit 2
 // with nothing written; after it, every problem is part of the verdict.
 int RunConformance(const Options& options, std::ostream& out) {
+  // §CONF.2 At the end of every run, however it ends, nothing the
+  // implementation started is left running (process.h AdoptOrphans).
+  struct EndLeftovers {
+    ~EndLeftovers() {
+      if (const std::string ended = EndOrphans(std::chrono::milliseconds(2000)); !ended.empty()) {
+        std::cerr << "engram conform: " << ended << "\n";
+      }
+    }
+  } end_leftovers;
   std::optional<Inputs> in;
   try {
     in = CheckBeforeTheRun(options);
