@@ -25,7 +25,8 @@ def command(row):
     for a in row["args"]:
         a = a.replace("{repo}/", "").replace("{plugins}/", "").replace("{plugin}", "libengram_reference_plugin.so")
         shown.append(a if a and " " not in a else "'" + a + "'")
-    text = "`engram " + " ".join(shown) + "`"
+    env = " ".join("%s=%s" % (k, v if v and " " not in v else "'" + v + "'") for k, v in row.get("env", {}).items())
+    text = "`" + (env + " " if env else "") + "engram " + " ".join(shown) + "`"
     if row.get("fileSizeLimitBytes"):
         text += " with writes limited to %d bytes (RLIMIT_FSIZE: EFBIG, as on a full disk)" % row["fileSizeLimitBytes"]
     return text

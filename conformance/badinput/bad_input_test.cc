@@ -274,7 +274,7 @@ struct Outcome {
 // above 0 sets RLIMIT_FSIZE in the child, with SIGXFSZ ignored, so that a
 // write past that many bytes fails with EFBIG as on a full disk.
 Outcome RunCli(const fs::path& dir, const std::vector<std::string>& args, const std::string& stdin_file,
-               std::chrono::seconds timeout, uint64_t file_size_limit) {
+               std::chrono::seconds timeout, uint64_t file_size_limit, const json& env) {
   const fs::path out = dir.parent_path() / (dir.filename().string() + ".stdout");
   const fs::path err = dir.parent_path() / (dir.filename().string() + ".stderr");
   pid_t pid = fork();
@@ -286,6 +286,8 @@ Outcome RunCli(const fs::path& dir, const std::vector<std::string>& args, const 
     dup2(in, 0);
     dup2(o, 1);
     dup2(e, 2);
+    // A row's "env": variables set for the command (a scheduler's shard, §CONF.9), {repo} expanded.
+    for (const auto& [name, value] : env.items()) setenv(name.c_str(), Expand(value.get<std::string>()).c_str(), 1);
     if (file_size_limit > 0) {
       signal(SIGXFSZ, SIG_IGN);  // stays ignored across execv
       const rlimit limit{file_size_limit, file_size_limit};
@@ -385,7 +387,7 @@ TEST_P(BadInput, Row) {
   for (const json& a : row["args"]) args.push_back(Expand(a));
   const json& expect = row["expect"];
   const Outcome r = RunCli(dir, args, row.value("stdin", std::string()), std::chrono::seconds(row.value("timeoutSeconds", 120)),
-                           row.value("fileSizeLimitBytes", uint64_t{0}));
+                           row.value("fileSizeLimitBytes", uint64_t{0}), row.value("env", json::object()));
   const std::string shown = "\n--- stderr:\n" + r.err.substr(0, 4000) + "\n--- stdout (tail):\n" +
                             (r.out.size() > 2000 ? r.out.substr(r.out.size() - 2000) : r.out);
 

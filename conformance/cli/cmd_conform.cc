@@ -3,7 +3,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -189,21 +188,15 @@ void AddConformCommand(CLI::App& app) {
       o.random_seed = seed->count() > 0 ? s->seed : FreshSeed();
     }
     try {
-      o.shard = conform::ChooseShard(
-          shard_index->count() ? std::optional<int64_t>(s->shard_index) : std::nullopt,
-          shard_count->count() ? std::optional<int64_t>(s->shard_count) : std::nullopt,
-          [](const char* name) -> std::optional<std::string> {
-            const char* v = std::getenv(name);
-            return v == nullptr ? std::nullopt : std::optional<std::string>(v);
-          });
-      // Bazel asks a sharded test to touch TEST_SHARD_STATUS_FILE: it then
-      // knows the test understood the sharding (and does not run it whole N times).
-      if (o.shard.source.rfind("TEST_SHARD_INDEX", 0) == 0) {
-        if (const char* status = std::getenv("TEST_SHARD_STATUS_FILE"); status != nullptr && *status != '\0') {
-          if (FILE* f = std::fopen(status, "a")) std::fclose(f);
-          else throw Error(std::string("TEST_SHARD_STATUS_FILE ") + status + ": cannot be written: " + std::strerror(errno));
-        }
-      }
+      const auto env = [](const char* name) -> std::optional<std::string> {
+        const char* v = std::getenv(name);
+        return v == nullptr ? std::nullopt : std::optional<std::string>(v);
+      };
+      o.shard = conform::ChooseShard(shard_index->count() ? std::optional<int64_t>(s->shard_index) : std::nullopt,
+                                     shard_count->count() ? std::optional<int64_t>(s->shard_count) : std::nullopt, env);
+      // Bazel exports GTEST_SHARD_INDEX too, which is read first: the status
+      // file is touched whichever variables gave the shard.
+      conform::TouchShardStatusFile(env);
     } catch (const Error& e) {
       // §CONF.9 a shard that cannot tell which share it runs does not start.
       std::cerr << "engram conform: " << e.what() << "\n";

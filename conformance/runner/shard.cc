@@ -2,9 +2,17 @@
 #include "conformance/runner/shard.h"
 #include "base/hex.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
 #include <cstdio>
+#include <cstring>
 
 #include "base/error.h"
+#include "base/fileio.h"
 #include "base/sha256.h"
 
 namespace engram::conform {
@@ -14,13 +22,32 @@ namespace {
 // array a scheduler accepts; the bound keeps every product below 2^63).
 constexpr int64_t kMaxShards = int64_t{1} << 20;
 
-// A variable's value as a decimal integer 0 ... 2^31, or an error naming it.
-int64_t Number(const std::string& name, const std::string& value) {
+}  // namespace
+
+// A variable's or option's value as a decimal integer 0 ... 9999999999 (the
+// ASCII digits only: no sign, no '_', no other script's digits, no blank), or
+// an error naming it.
+int64_t ShardNumber(const std::string& name, const std::string& value) {
   if (value.empty() || value.size() > 10 || value.find_first_not_of("0123456789") != std::string::npos) {
-    throw Error(name + "=" + value + ": not a decimal number (a shard index or count, §CONF.9)");
+    throw Error(name + "=" + value + ": not a decimal number (a shard index or count: the digits 0-9, §CONF.9)");
   }
   return std::stoll(value);
 }
+
+int64_t DecimalIn(const std::string& name, const std::string& value, int64_t lo, int64_t hi) {
+  const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  if (value.empty() || value.size() > 19 || value.find_first_not_of("0123456789") != std::string::npos) {
+    throw Error(name + " " + value + ": must be a decimal integer in " + range + " (the digits 0-9 only)");
+  }
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc() || end != value.data() + value.size() || v < lo || v > hi) {
+    throw Error(name + " " + value + ": must be a decimal integer in " + range);
+  }
+  return v;
+}
+
+namespace {
 
 Shard Checked(int64_t index, int64_t count, const std::string& source, const std::string& index_name,
               const std::string& count_name) {
@@ -54,29 +81,46 @@ Shard ChooseShard(std::optional<int64_t> flag_index, std::optional<int64_t> flag
     if (!i && !c) continue;
     if (!i || !c) throw Error(std::string(i ? cname : iname) + " is not set, but " + (i ? iname : cname) + " is (§CONF.9: both or neither)");
     if (flag_count) throw Error(std::string("--shard-count without --shard-index, but ") + iname + " is set: give both flags or neither");
-    return Checked(Number(iname, *i), Number(cname, *c), std::string(iname) + "/" + cname, iname, cname);
+    const int64_t index = ShardNumber(iname, *i);  // the index first: the message names it first
+    return Checked(index, ShardNumber(cname, *c), std::string(iname) + "/" + cname, iname, cname);
   }
-  // Slurm numbers an array's tasks from its first id (--array=0-3, or 5-8):
-  // the index is the task id less SLURM_ARRAY_TASK_MIN.
+  // Slurm numbers an array's tasks from its first id (--array=0-3, or 5-8),
+  // in steps of SLURM_ARRAY_TASK_STEP (--array=0-6:2 runs tasks 0, 2, 4, 6):
+  // the index is (task id - SLURM_ARRAY_TASK_MIN) / step. An array that is not
+  // evenly stepped (a list, --array=1,4,9) has no such index: refused.
   if (const auto id = env("SLURM_ARRAY_TASK_ID")) {
     const auto c = env("SLURM_ARRAY_TASK_COUNT");
     if (!c) throw Error("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not (§CONF.9)");
     if (flag_count) throw Error("--shard-count without --shard-index, but SLURM_ARRAY_TASK_ID is set: give both flags or neither");
     const auto m = env("SLURM_ARRAY_TASK_MIN");
-    const int64_t min = m ? Number("SLURM_ARRAY_TASK_MIN", *m) : 0;
-    const int64_t index = Number("SLURM_ARRAY_TASK_ID", *id) - min;
-    const int64_t count = Number("SLURM_ARRAY_TASK_COUNT", *c);
-    if (index < 0 || index >= count) {
-      throw Error("SLURM_ARRAY_TASK_ID=" + *id + " with SLURM_ARRAY_TASK_MIN=" + std::to_string(min) +
-                  " and SLURM_ARRAY_TASK_COUNT=" + *c + ": not a dense array (--array=A-B without a step); "
-                  "give --shard-index/--shard-count");
+    const auto st = env("SLURM_ARRAY_TASK_STEP");
+    const auto mx = env("SLURM_ARRAY_TASK_MAX");
+    const int64_t task = ShardNumber("SLURM_ARRAY_TASK_ID", *id);
+    const int64_t min = m ? ShardNumber("SLURM_ARRAY_TASK_MIN", *m) : 0;
+    const int64_t step = st ? ShardNumber("SLURM_ARRAY_TASK_STEP", *st) : 1;
+    const int64_t count = ShardNumber("SLURM_ARRAY_TASK_COUNT", *c);
+    const std::string vars = "SLURM_ARRAY_TASK_ID=" + *id + ", SLURM_ARRAY_TASK_MIN=" + (m ? *m : std::string("(unset)")) +
+                             ", SLURM_ARRAY_TASK_MAX=" + (mx ? *mx : std::string("(unset)")) + ", SLURM_ARRAY_TASK_STEP=" +
+                             (st ? *st : std::string("(unset)")) + ", SLURM_ARRAY_TASK_COUNT=" + *c;
+    if (step < 1) throw Error(vars + ": the step must be at least 1 (§CONF.9)");
+    if (mx) {
+      // ShardNumber bounds every value below 10^10: no product here leaves int64.
+      const int64_t max = ShardNumber("SLURM_ARRAY_TASK_MAX", *mx);
+      if (count < 1 || min + (count - 1) * step != max) {
+        throw Error(vars + ": not an evenly stepped array (--array=A-B or A-B:S; a list such as --array=1,4,9 has no "
+                    "shard index): give --shard-index/--shard-count");
+      }
     }
-    return Checked(index, count, "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT");
+    if (task < min || (task - min) % step != 0 || (task - min) / step >= count) {
+      throw Error(vars + ": the task id is not one of the array's (--array=A-B or A-B:S); give --shard-index/--shard-count");
+    }
+    return Checked((task - min) / step, count, "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_ID",
+                   "SLURM_ARRAY_TASK_COUNT");
   }
   // A Kubernetes Indexed Job gives the index only; its completions are the count.
   if (const auto i = env("JOB_COMPLETION_INDEX")) {
     if (!flag_count) throw Error("JOB_COMPLETION_INDEX=" + *i + " is set but --shard-count is not (an Indexed Job: pass its completions)");
-    return Checked(Number("JOB_COMPLETION_INDEX", *i), *flag_count, "JOB_COMPLETION_INDEX/--shard-count",
+    return Checked(ShardNumber("JOB_COMPLETION_INDEX", *i), *flag_count, "JOB_COMPLETION_INDEX/--shard-count",
                    "JOB_COMPLETION_INDEX", "--shard-count");
   }
   {
@@ -86,12 +130,37 @@ Shard ChooseShard(std::optional<int64_t> flag_index, std::optional<int64_t> flag
       if (!i || !c) throw Error(std::string(i ? "CIRCLE_NODE_TOTAL" : "CIRCLE_NODE_INDEX") + " is not set, but " +
                                 (i ? "CIRCLE_NODE_INDEX" : "CIRCLE_NODE_TOTAL") + " is (§CONF.9: both or neither)");
       if (flag_count) throw Error("--shard-count without --shard-index, but CIRCLE_NODE_INDEX is set: give both flags or neither");
-      return Checked(Number("CIRCLE_NODE_INDEX", *i), Number("CIRCLE_NODE_TOTAL", *c), "CIRCLE_NODE_INDEX/CIRCLE_NODE_TOTAL",
-                     "CIRCLE_NODE_INDEX", "CIRCLE_NODE_TOTAL");
+      const int64_t index = ShardNumber("CIRCLE_NODE_INDEX", *i);
+      return Checked(index, ShardNumber("CIRCLE_NODE_TOTAL", *c), "CIRCLE_NODE_INDEX/CIRCLE_NODE_TOTAL", "CIRCLE_NODE_INDEX",
+                     "CIRCLE_NODE_TOTAL");
     }
   }
   if (flag_count) throw Error("--shard-count " + std::to_string(*flag_count) + " without --shard-index, and no JOB_COMPLETION_INDEX to give it");
   return {};
+}
+
+void TouchShardStatusFile(const std::function<std::optional<std::string>(const char*)>& env) {
+  const auto status = env("TEST_SHARD_STATUS_FILE");
+  if (!status || status->empty()) return;
+  // Never blocks: O_NONBLOCK makes the open of a FIFO fail (no reader: ENXIO)
+  // or return at once, and anything but a regular file is then refused.
+  const int fd = ::open(status->c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0644);
+  if (fd < 0) {
+    const int err = errno;
+    struct stat st{};
+    if (::stat(status->c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      throw Error("TEST_SHARD_STATUS_FILE=" + *status + ": not a regular file (" + FileTypeName(st.st_mode) +
+                  "); Bazel's status file is a regular file the test creates (§CONF.9)");
+    }
+    throw Error("TEST_SHARD_STATUS_FILE=" + *status + ": cannot be created: " + std::strerror(err));
+  }
+  struct stat st{};
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  ::close(fd);
+  if (!regular) {
+    throw Error("TEST_SHARD_STATUS_FILE=" + *status + ": not a regular file (" + FileTypeName(st.st_mode) +
+                "); Bazel's status file is a regular file the test creates (§CONF.9)");
+  }
 }
 
 std::pair<int64_t, int64_t> ShardRange(int64_t n, int64_t index, int64_t count) {

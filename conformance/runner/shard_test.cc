@@ -2,8 +2,13 @@
 // (a law, RapidCheck), the sources of the shard in the environment, and end to
 // end: 1, 3 and 7 shards of the same work merged equal the single run, and
 // every kind of wrong set of shards is refused with no verdict.
+#include <sys/stat.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -116,12 +121,93 @@ TEST(ChooseShard, RefusesWhatAMisconfiguredJobGives) {
   EXPECT_NE(Refusal(std::nullopt, std::nullopt, {{"JOB_COMPLETION_INDEX", "2"}}).find("--shard-count is not"), std::string::npos);
   EXPECT_NE(Refusal(std::nullopt, std::nullopt,
                     {{"SLURM_ARRAY_TASK_ID", "6"}, {"SLURM_ARRAY_TASK_MIN", "0"}, {"SLURM_ARRAY_TASK_COUNT", "4"}})
-                .find("not a dense array"),
+                .find("the task id is not one of the array's"),
             std::string::npos);
   EXPECT_NE(Refusal(3, std::nullopt, {}).find("--shard-index 3 needs --shard-count"), std::string::npos);
   EXPECT_NE(Refusal(5, 5, {}).find("--shard-index 5"), std::string::npos);
   EXPECT_NE(Refusal(std::nullopt, 4, {}).find("without --shard-index"), std::string::npos);
   EXPECT_NE(Refusal(0, 0, {}).find("--shard-count 0"), std::string::npos);
+}
+
+// §CONF.9 item 1 A stepped array (--array=0-6:2 runs tasks 0, 2, 4, 6) is four
+// shards, task 4 the third; a list (--array=1,4,9) has no shard index. Before,
+// SLURM_ARRAY_TASK_STEP was not read and task 4 ran shard 4 of 4's share (refused
+// only as "not a dense array" when it fell outside), task 2 shard 2's.
+TEST(ChooseShard, SlurmStepsAreShardsAndListsAreRefused) {
+  const std::map<std::string, std::string> stepped = {{"SLURM_ARRAY_TASK_ID", "4"}, {"SLURM_ARRAY_TASK_MIN", "0"},
+                                                      {"SLURM_ARRAY_TASK_MAX", "6"}, {"SLURM_ARRAY_TASK_STEP", "2"},
+                                                      {"SLURM_ARRAY_TASK_COUNT", "4"}};
+  const Shard s = ChooseShard(std::nullopt, std::nullopt, Env(stepped));
+  EXPECT_EQ(s.index, 2);
+  EXPECT_EQ(s.count, 4);
+  std::map<std::string, std::string> v = stepped;
+  v["SLURM_ARRAY_TASK_ID"] = "2";
+  EXPECT_EQ(ChooseShard(std::nullopt, std::nullopt, Env(v)).index, 1);
+  v["SLURM_ARRAY_TASK_ID"] = "3";  // not a task of 0-6:2
+  EXPECT_NE(Refusal(std::nullopt, std::nullopt, v).find("SLURM_ARRAY_TASK_ID=3"), std::string::npos);
+  EXPECT_NE(Refusal(std::nullopt, std::nullopt, v).find("not one of the array's"), std::string::npos);
+  v = stepped;
+  v["SLURM_ARRAY_TASK_STEP"] = "0";
+  EXPECT_NE(Refusal(std::nullopt, std::nullopt, v).find("the step must be at least 1"), std::string::npos);
+  // --array=1,4,9: Slurm says min 1, max 9, count 3, step 1.
+  const std::map<std::string, std::string> list = {{"SLURM_ARRAY_TASK_ID", "4"}, {"SLURM_ARRAY_TASK_MIN", "1"},
+                                                   {"SLURM_ARRAY_TASK_MAX", "9"}, {"SLURM_ARRAY_TASK_STEP", "1"},
+                                                   {"SLURM_ARRAY_TASK_COUNT", "3"}};
+  EXPECT_NE(Refusal(std::nullopt, std::nullopt, list).find("not an evenly stepped array"), std::string::npos);
+}
+
+// §CONF.9 item 1 A shard number is the ASCII digits 0-9 and nothing else,
+// whatever reads it (the pytest plugin resolves shards through these rules).
+TEST(ChooseShard, NumbersAreAsciiDecimalOnly) {
+  for (const char* bad : {"1_0", "+1", "\xd9\xa1", "18446744073709551616", "", " 1", "0x1", "1e0"}) {
+    EXPECT_NE(Refusal(std::nullopt, std::nullopt, {{"GTEST_SHARD_INDEX", bad}, {"GTEST_TOTAL_SHARDS", "2"}})
+                  .find("not a decimal number"),
+              std::string::npos)
+        << bad;
+  }
+  // An empty pair is a set pair, not "no sharding".
+  EXPECT_NE(Refusal(std::nullopt, std::nullopt, {{"GTEST_SHARD_INDEX", ""}, {"GTEST_TOTAL_SHARDS", ""}}).find("GTEST_SHARD_INDEX=:"),
+            std::string::npos);
+  EXPECT_EQ(ShardNumber("x", "0007"), 7);
+}
+
+// §CONF.9 item 1 Bazel's status file: created when set, whatever gave the
+// shard; a FIFO or a directory refused at once, never blocked on.
+TEST(ShardStatusFile, CreatedWhenSetAndOnlyARegularFile) {
+  const fs::path dir = Dir() / "status";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path file = dir / "status";
+  TouchShardStatusFile(Env({{"TEST_SHARD_STATUS_FILE", file.string()}}));
+  EXPECT_TRUE(fs::is_regular_file(file));
+  TouchShardStatusFile(Env({{"TEST_SHARD_STATUS_FILE", file.string()}}));  // again: still fine
+  TouchShardStatusFile(Env({}));                                          // unset: nothing to do
+  const fs::path fifo = dir / "fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    TouchShardStatusFile(Env({{"TEST_SHARD_STATUS_FILE", fifo.string()}}));
+    ADD_FAILURE() << "a FIFO accepted as the status file";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file (a FIFO)"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_THROW(TouchShardStatusFile(Env({{"TEST_SHARD_STATUS_FILE", dir.string()}})), Error);
+}
+
+// Bazel exports GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS beside TEST_SHARD_*, and
+// the GTEST pair is read first: conform touched the status file only when the
+// shard came from TEST_SHARD_INDEX, so Bazel failed the sharded test.
+TEST(ShardStatusFile, ConformTouchesItWhenTheGtestPairGaveTheShard) {
+  const fs::path file = Dir() / "bazel-status";
+  fs::remove(file);
+  const fs::path out = Dir() / "bazel.txt";
+  const std::string cmd = "GTEST_SHARD_INDEX=1 GTEST_TOTAL_SHARDS=2 TEST_SHARD_INDEX=1 TEST_TOTAL_SHARDS=2 TEST_SHARD_STATUS_FILE=" +
+                          file.string() + " " + std::string(ENGRAM_CLI) + " conform --vectors " + (Dir() / "no-vectors").string() +
+                          " --exec true >" + out.string() + " 2>&1";
+  std::system(cmd.c_str());  // the vectors do not exist: the run stops, after the shard was taken
+  EXPECT_TRUE(fs::exists(file)) << Slurp(out);
+  EXPECT_NE(Slurp(out).find("shard 1 of 2 (from GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS)"), std::string::npos) << Slurp(out);
 }
 
 // ------------------------------------------------------------------ end to end
