@@ -43,6 +43,7 @@
 #include "base/sanitized.h"
 #include "base/version.h"
 #include "reference/token_map.h"
+#include "vectors/random_cases.h"
 
 namespace {
 
@@ -97,10 +98,13 @@ std::string TestsIn(const std::string& suite, int less) {
 
 std::string Expand(const std::string& s) {
   // {repo}: the source tree; {plugin}: the reference C-ABI plug-in;
-  // {plugins}: the directory of the test plug-ins built beside it; {spec}: the spec version.
+  // {plugins}: the directory of the test plug-ins built beside it; {spec}, {specVersion}: the spec
+  // version; {randomVersion}: the random generators' (a shard report of this build).
   static const std::string plugins = fs::path(ENGRAM_PLUGIN).parent_path().string();
   const std::vector<std::pair<std::string, std::string>> vars = {
-      {"{repo}", kRepo.string()}, {"{plugins}", plugins}, {"{plugin}", ENGRAM_PLUGIN}, {"{spec}", engram::kSpecVersion}};
+      {"{repo}", kRepo.string()},          {"{plugins}", plugins},
+      {"{plugin}", ENGRAM_PLUGIN},         {"{spec}", engram::kSpecVersion},
+      {"{specVersion}", engram::kSpecVersion}, {"{randomVersion}", engram::vectors::kRandomVersion}};
   std::string out;
   for (size_t at = 0; at < s.size();) {
     // {tests:SUITE} / {tests:SUITE-K}: the number of tests in the committed
@@ -225,7 +229,10 @@ void Materialize(const fs::path& dir, const std::string& name, const json& spec)
   } else if (spec.contains("safetensors")) {
     WriteSafetensors(p, spec["safetensors"]);
   } else if (spec.contains("from")) {
-    Spit(p, Edit(Slurp(kRepo / spec["from"].get<std::string>()), spec));
+    // "expand": the file's placeholders ({specVersion}, ...) are this build's, before the edits (whose
+    // `replace` patterns are expanded too).
+    const std::string bytes = Slurp(kRepo / spec["from"].get<std::string>());
+    Spit(p, Edit(spec.value("expand", false) ? Expand(bytes) : bytes, spec));
   } else if (spec.contains("fromDir")) {
     // A copy of a vectors directory with edits; `rehash` rewrites the
     // manifest lines of edited files so that only the edit itself is wrong.

@@ -19,6 +19,7 @@
 #include "vectors/random_stream.h"
 #include "conformance/runner/runner.h"
 #include "conformance/runner/shard.h"
+#include "conformance/runner/verdict_record.h"
 #include "base/error.h"
 
 namespace engram::cli {
@@ -65,10 +66,16 @@ void StopOnSignals() {
 
 }  // namespace
 
+std::vector<std::string> LevelNames() {
+  std::vector<std::string> names;
+  for (const conform::Level& l : conform::ConformanceLevels()) names.push_back(l.name);
+  return names;
+}
+
 void AddConformCommand(CLI::App& app) {
   struct State {
     std::string vectors, lib, exec, expect_fail, report_json, junit, profile, verdict_json;
-    std::vector<std::string> suites, features;
+    std::vector<std::string> suites, features, require_levels;
     double timeout = 10, accumulate_timeout = 600;
     int64_t accumulate_max = 10000000;
     bool strict_stale = false;
@@ -98,6 +105,10 @@ void AddConformCommand(CLI::App& app) {
                   "Write the verdict record here: versions, digests, claims, the conformance levels reached, counts, "
                   "seed (§CONF.8; schema conformance/schema/verdict.schema.json)");
   cmd->add_option("--junit", s->junit, "Write JUnit XML here");
+  cmd->add_option("--require-level", s->require_levels,
+                  "Fail the run (exit 1) unless it reaches this conformance level (repeatable; §CONF.8): for a CI job "
+                  "that must know the coverage it asked for was given")
+      ->check(CLI::IsMember(LevelNames()));
   cmd->add_option("--timeout", s->timeout, "Seconds per test (default 10)")->check(SecondsIn(0.001, 86400));
   cmd->add_option("--accumulate-timeout", s->accumulate_timeout, "Seconds per accumulated vector (default 600)")
       ->check(SecondsIn(0.001, 604800));
@@ -170,6 +181,7 @@ void AddConformCommand(CLI::App& app) {
     o.report_json = s->report_json;
     o.junit = s->junit;
     o.verdict_json = s->verdict_json;
+    o.require_levels = s->require_levels;
     o.timeout = std::chrono::milliseconds(static_cast<int64_t>(s->timeout * 1000));
     o.accumulate_timeout = std::chrono::milliseconds(static_cast<int64_t>(s->accumulate_timeout * 1000));
     o.accumulate_max_n = s->accumulate_max;
@@ -186,6 +198,7 @@ void AddConformCommand(CLI::App& app) {
     if (s->random > 0) {
       // §CONF.7 a nightly run draws a fresh seed; the report and the replay line name it.
       o.random_seed = seed->count() > 0 ? s->seed : FreshSeed();
+      o.seed_drawn = seed->count() == 0;  // §CONF.8 only a seed the runner drew earns a level
     }
     try {
       const auto env = [](const char* name) -> std::optional<std::string> {

@@ -14,7 +14,8 @@ void AddReportCommand(CLI::App& app) {
   report->require_subcommand(1);
   struct State {
     std::vector<std::string> shards;
-    std::string report_json, junit, save_failures, vectors;
+    std::string report_json, junit, save_failures, vectors, verdict_json;
+    std::vector<std::string> require_levels;
   };
   auto s = std::make_shared<State>();
   auto* merge = report->add_subcommand(
@@ -26,6 +27,11 @@ void AddReportCommand(CLI::App& app) {
                     "Write every shard's shrunk failing random cases here, as one vectors directory (new or empty)");
   merge->add_option("--vectors", s->vectors, "The run's vectors directory (checked against the shards' manifest digest; "
                                              "its schema/ goes with --save-failures)");
+  merge->add_option("--verdict-json", s->verdict_json,
+                    "Write the run's verdict record here, its conformance levels judged on every shard together (§CONF.8)");
+  merge->add_option("--require-level", s->require_levels,
+                    "Fail (exit 1) unless the merged run reaches this conformance level (repeatable; §CONF.8)")
+      ->check(CLI::IsMember(LevelNames()));
   merge->callback([s] {
     conform::MergeOptions o;
     for (const std::string& p : s->shards) o.shards.push_back(p);
@@ -33,6 +39,8 @@ void AddReportCommand(CLI::App& app) {
     o.junit = s->junit;
     o.save_failures = s->save_failures;
     o.vectors = s->vectors;
+    o.verdict_json = s->verdict_json;
+    o.require_levels = s->require_levels;
     int rc = 0;
     try {
       rc = conform::MergeReports(o, std::cout);

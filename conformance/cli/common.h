@@ -99,6 +99,7 @@ TokenMap BuildTokenMapFromFile(const std::string& path);
 void AddContractCommand(CLI::App& app);
 void AddConformCommand(CLI::App& app);     // cmd_conform.cc (§CONF)
 void AddReportCommand(CLI::App& app);      // cmd_report.cc (§CONF.9: report merge)
+std::vector<std::string> LevelNames();     // cmd_conform.cc: the names of the levels (§CONF.8), for --require-level
 void AddPluginHostCommand(CLI::App& app);  // cmd_plugin_host.cc (§CONF.3)
 void AddGateCommand(CLI::App& app);  // cmd_gate.cc (§FUS)
 void AddForwardCommand(CLI::App& app);  // cmd_forward.cc (§FUS.11)

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace engram::conform {
 
 struct MergeOptions {
@@ -16,6 +18,8 @@ struct MergeOptions {
   std::filesystem::path junit;                // the merged JUnit XML (optional)
   std::filesystem::path save_failures;        // the shrunk failing cases of every shard, as one vectors directory
   std::filesystem::path vectors;              // the run's vectors (their schema/ for save_failures)
+  std::filesystem::path verdict_json;         // §CONF.8 the merged verdict record (optional)
+  std::vector<std::string> require_levels;    // §CONF.8 --require-level
 };
 
 // §CONF.9 item 3 Reads every shard's report once, in a stream (memory holds
@@ -25,6 +29,11 @@ struct MergeOptions {
 // printed), else writes the reports, prints the summary and the verdict of
 // the whole run and returns its exit status (0 OK, 1 FAILED).
 int MergeReports(const MergeOptions& options, std::ostream& out);
+
+// §CONF.9 item 4 Why a saved failing recipe is not rebuilt: it is larger than
+// the case the generator drew at its index (more values, a longer list, a
+// larger size), which shrinking never makes; "" when it is within it.
+std::string RecipeOutside(const nlohmann::ordered_json& recipe, const nlohmann::ordered_json& drawn);
 
 }  // namespace engram::conform
 

@@ -297,6 +297,7 @@ void RecordFailure(const Options& o, Peer& peer, const Claims& claims, const vec
                            {"after", s.best.size}, {"shrinkSteps", s.steps}, {"shrinkCalls", s.calls},
                            {"measureBefore", c.measure}, {"measureAfter", s.best.measure}});
   out.failing[gen.suite].push_back(s.best);
+  out.cases[gen.suite].push_back(i + 1);
   out.comments[gen.suite].push_back("random case " + std::to_string(i + 1) + " of seed " + std::to_string(o.random_seed) +
                                     " (" + vectors::kRandomVersion + ", spec " + vectors::kSpecVersion +
                                     "), shrunk from " + c.size + " to " + s.best.size);

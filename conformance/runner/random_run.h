@@ -32,6 +32,7 @@ struct RandomRun {
   // The shrunk failing cases per suite, with their comments (for --save-failures).
   std::map<std::string, std::vector<vectors::RandomCase>> failing;
   std::map<std::string, std::vector<std::string>> comments;
+  std::map<std::string, std::vector<int64_t>> cases;  // their case numbers (tcIds), for a merge to redraw them
   // §CONF.9 per "random:<suite>": the case indices [begin, end) this shard
   // drew (0-based; tcId = index + 1), and the digest of the requests it sent.
   std::map<std::string, std::pair<int64_t, int64_t>> ranges;

@@ -38,6 +38,32 @@ void Counts::Merge(const Counts& o) {
   for (const auto& [why, n] : o.skip_reasons) skip_reasons[why] += n;
 }
 
+void LevelTally::Add(const TestResult& r) {
+  ++run;
+  if (r.status == "fail" || r.status == "expected-fail") ++failed;
+  if (r.status == "skipped" && r.reason != "limit") ++skipped;
+  if ((r.status == "pass" || r.status == "stale") && r.valid && !r.trivial) ++tested;
+}
+
+void LevelTally::Merge(const LevelTally& o) {
+  tests += o.tests;
+  run += o.run;
+  failed += o.failed;
+  skipped += o.skipped;
+  tested += o.tested;
+}
+
+json TalliesJson(const LevelTallies& t) {
+  json out = json::object();
+  for (const auto& [suite, profiles] : t) {
+    out[suite] = json::object();
+    for (const auto& [profile, c] : profiles) {
+      out[suite][profile] = {{"tests", c.tests}, {"run", c.run}, {"failed", c.failed}, {"skipped", c.skipped}, {"tested", c.tested}};
+    }
+  }
+  return out;
+}
+
 bool Verdict::Ok() const {
   if (shard.Partial()) return false;  // §CONF.9 one shard is not the run
   if (total.failed > 0 || tested == 0 || !problems.empty()) return false;
@@ -128,6 +154,7 @@ void PrintSummary(const std::vector<TestResult>& results, const Verdict& verdict
     for (const std::string& d : it->second) out << "diagnosis: " << Indented(d, "    ") << "\n";
   }
   for (const std::string& line : verdict.random_lines) out << line << "\n";
+  for (const std::string& line : verdict.level_lines) out << line << "\n";
   for (const std::string& p : verdict.problems) out << "FAILED: " << p << "\n";
   if (!verdict.vectors_kind.empty()) out << verdict.VectorsLine() << "\n";
   out << verdict.Line() << "\n";
@@ -162,8 +189,9 @@ std::string JsonReport(const json& hello, const std::vector<TestResult>& results
   report["results"] = json::array();
   for (const TestResult& r : results) {
     json e = {{"suite", r.suite}, {"tcId", r.tc_id}, {"status", r.status}, {"reason", r.reason},
-              {"detail", r.detail}, {"flags", r.flags}, {"seconds", r.seconds}};
+              {"detail", r.detail}, {"flags", r.flags}, {"seconds", r.seconds}, {"valid", r.valid}};
     if (r.trivial) e["trivial"] = true;
+    if (!r.profile.empty()) e["profile"] = r.profile;  // §CONF.8 what a level's profile restricts
     if (r.status == "fail" || r.status == "expected-fail") e["returned"] = r.returned;
     report["results"].push_back(std::move(e));
   }

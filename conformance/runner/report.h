@@ -35,6 +35,21 @@ struct Counts {
   void Merge(const Counts& other);
 };
 
+// §CONF.8 What a level asks of the fixed vectors of one suite and profile, in
+// this process's share of them: the tests the file holds (whatever --profile
+// or --suite selected), those that ran, failed (or were expected failures),
+// were skipped (but for --accumulate-max's limit, which the user set), and
+// were tested (§CONF.4). Summed over the shards of a run it is the run's.
+struct LevelTally {
+  int64_t tests = 0, run = 0, failed = 0, skipped = 0, tested = 0;
+  void Add(const TestResult& r);  // one result of a test counted in `tests`
+  void Merge(const LevelTally& o);
+  bool operator==(const LevelTally&) const = default;
+};
+// suite -> the test's profile ("" for a test of no profile) -> tally.
+using LevelTallies = std::map<std::string, std::map<std::string, LevelTally>>;
+nlohmann::ordered_json TalliesJson(const LevelTallies& t);
+
 // §CONF.4 The verdict: OK only when at least one valid test of the vector
 // suites passed (refusing invalid inputs alone tests nothing), no test and no
 // contract check failed, and no suite-level problem (a suite stopped after
@@ -53,6 +68,7 @@ struct Verdict {
   // §CONF.7 the random phase: summary lines, and its --report-json object.
   std::vector<std::string> random_lines;
   nlohmann::ordered_json random;
+  std::vector<std::string> level_lines;  // §CONF.8 the levels reached (not for a shard)
   // §VEC.13 The vectors judged against (vectors::SetKind::Describe(), decided
   // from the SHA-256 of their MANIFEST.sha256), and that digest. Known: a
   // released set or this tool's own unreleased one.
@@ -71,6 +87,7 @@ struct Verdict {
   // it failed.
   Shard shard;
   nlohmann::ordered_json shard_record;  // --report-json "shard" (§CONF.9 item 2)
+  LevelTallies tallies;                 // §CONF.8 the fixed vectors per suite and profile
   bool ShardClean() const;
   std::string PartialLine() const;
   std::string VectorsLine() const;  // "vectors: <kind> (manifest sha256 <hex>)"

@@ -379,6 +379,8 @@ struct Run {
   // shard ran, and the digest of the requests it sent for them.
   std::map<std::string, std::pair<int64_t, int64_t>> ranges;
   std::map<std::string, CaseDigest> digests;
+  // §CONF.8 per suite and profile: the tests of this share, and their results.
+  LevelTallies tallies;
 };
 
 void ApplyExpectFail(const Run& run, TestResult& r) {
@@ -526,8 +528,10 @@ void RunSuite(Run& run, const SuiteFile& file) {
         r = CallTest(run.peer, o.timeout, file.name, file.name, r.tc_id, g, t, &reply, &digest);
         guard.Note(reply, r.tc_id);
       }
+      r.profile = test_profile.empty() ? profile : test_profile;
       AddFlags(r, notes);
       ApplyExpectFail(run, r);
+      run.tallies[file.name][r.profile].Add(r);
       run.results.push_back(std::move(r));
     }
   }
@@ -623,6 +627,7 @@ Verdict Decide(const Run& run, const RandomRun& random) {
   v.trivial = v.total.trivial;
   v.tested = tested_total;
   v.shard = run.options.shard;
+  v.tallies = run.tallies;
   return v;
 }
 
@@ -643,6 +648,19 @@ Inputs CheckBeforeTheRun(const Options& options) {
   if (!options.report_json.empty() && !options.junit.empty() &&
       fs::weakly_canonical(options.report_json) == fs::weakly_canonical(options.junit)) {
     throw Error("--report-json and --junit name the same file " + options.junit.string() + ": one would overwrite the other");
+  }
+  // §CONF.8 a level is the whole run's: one shard of several claims none.
+  if (options.shard.Partial()) {
+    const std::string which = "shard " + std::to_string(options.shard.index) + " of " + std::to_string(options.shard.count) +
+                              " (" + options.shard.source + ")";
+    if (!options.verdict_json.empty()) {
+      throw Error("--verdict-json: " + which + " is not the run and claims no level; pass --verdict-json to engram report "
+                  "merge, which judges the levels of every shard together (§CONF.8, §CONF.9)");
+    }
+    if (!options.require_levels.empty()) {
+      throw Error("--require-level " + options.require_levels.front() + ": " + which + " is not the run and reaches no "
+                  "level; pass --require-level to engram report merge (§CONF.8, §CONF.9)");
+    }
   }
   // §CONF.8 the verdict record is a third report, checked alike.
   CheckWritable(options.verdict_json, "--verdict-json");
@@ -691,8 +709,31 @@ Claims Handshake(Peer& peer, json& hello) {
 // The fixed vectors (contracts, then every suite asked for) unless
 // --random-only, then the random cases (§CONF.7), whose results and problems
 // join the fixed ones'.
+// §CONF.8 The tests of every suite in this share, per profile, whether run or
+// not: a level names its tests, so those that --suite, --profile or
+// --random-only left out are counted as not run.
+void CountShareTests(Run& run) {
+  for (const SuiteFile& file : run.vectors.suites) {
+    int64_t total = 0;
+    for (const json& group : file.doc["testGroups"]) total += static_cast<int64_t>(group["tests"].size());
+    const auto [first, end] = ShardRange(total, run.options.shard.index, run.options.shard.count);
+    int64_t position = -1;
+    std::map<std::string, LevelTally>& tally = run.tallies[file.name];
+    for (const json& group : file.doc["testGroups"]) {
+      const std::string profile = group.contains("profile") && group["profile"].is_string() ? group["profile"].get<std::string>() : "";
+      for (const json& t : group["tests"]) {
+        ++position;
+        if (position < first || position >= end) continue;
+        const std::string own = t.contains("profile") && t["profile"].is_string() ? t["profile"].get<std::string>() : "";
+        ++tally[own.empty() ? profile : own].tests;
+      }
+    }
+  }
+}
+
 RandomRun RunTests(Run& run) {
   const Options& options = run.options;
+  CountShareTests(run);
   if (!options.random_only) {
     RunContracts(run);
     for (const SuiteFile& file : run.vectors.suites) {
@@ -736,6 +777,7 @@ void AddRandom(const Options& options, const RandomRun& random, Verdict& verdict
 json ShardRecord(const Run& run, const RandomRun& random, const json& hello, const Verdict& v) {
   const Options& o = run.options;
   json work = {{"seed", o.random_seed},
+               {"seedDrawn", o.seed_drawn},
                {"casesPerSuite", o.random_cases},
                {"randomOnly", o.random_only},
                {"suites", o.suites},
@@ -773,16 +815,32 @@ json ShardRecord(const Run& run, const RandomRun& random, const json& hello, con
   json failing = json::object();
   for (const auto& [suite, list] : random.failing) {
     for (size_t i = 0; i < list.size(); ++i) {
-      failing[suite].push_back({{"recipe", list[i].recipe}, {"comment", random.comments.at(suite).at(i)}});
+      failing[suite].push_back({{"recipe", list[i].recipe}, {"comment", random.comments.at(suite).at(i)},
+                                {"case", random.cases.at(suite).at(i)}, {"seed", o.random_seed}});
     }
   }
   return {{"index", o.shard.index},   {"count", o.shard.count},  {"source", o.shard.source},
           {"clean", v.ShardClean()},  {"work", work},            {"vectorSuites", vector_suites},
           {"randomAsked", random.asked}, {"cases", cases},       {"counts", counts},
-          {"runProblems", run.suite_problems}, {"problems", v.problems}, {"failing", failing}};
+          {"runProblems", run.suite_problems}, {"problems", v.problems}, {"failing", failing},
+          {"levelTally", TalliesJson(run.tallies)}};
 }
 
 // ---------------------------------------------------------------- phase: reports
+
+// §CONF.8 The options the verdict record names.
+RunRecord RunRecordOf(const Options& o) {
+  RunRecord r;
+  r.suites = o.suites;
+  r.profile = o.profile ? json(*o.profile) : json(nullptr);
+  r.features = o.features;
+  r.expect_fail = !o.expect_fail.empty();
+  r.random_only = o.random_only;
+  r.random_cases = o.random_cases;
+  r.seed = o.random_seed;
+  r.seed_drawn = o.seed_drawn;
+  return r;
+}
 
 // §CONF.8 The date of the verdict record, UTC, to the second.
 std::string UtcNow() {
@@ -799,7 +857,7 @@ std::string UtcNow() {
 // printed: a report that cannot be written turns the verdict, and both
 // reports say the same.
 void WriteReports(const Options& options, const json& hello, const Claims& claims, const std::vector<TestResult>& results,
-                  Verdict& verdict) {
+                  Verdict& verdict, const std::vector<LevelOutcome>& levels) {
   std::vector<std::unique_ptr<StagedFile>> staged;
   const std::string date = UtcNow();
   auto stage = [&]() -> std::string {
@@ -808,7 +866,7 @@ void WriteReports(const Options& options, const json& hello, const Claims& claim
         {options.report_json, options.report_json.empty() ? "" : JsonReport(hello, results, verdict)},
         {options.junit, options.junit.empty() ? "" : JunitReport(results, verdict)},
         {options.verdict_json,
-         options.verdict_json.empty() ? "" : VerdictRecord(options, claims, results, verdict, date).dump(1) + "\n"}};
+         options.verdict_json.empty() ? "" : VerdictRecord(claims, RunRecordOf(options), verdict, levels, date).dump(1) + "\n"}};
     for (const auto& [path, text] : reports) {
       if (path.empty()) continue;
       try {
@@ -855,7 +913,7 @@ int RunConformance(const Options& options, std::ostream& out) {
     return 2;
   }
   Peer peer(options.command, options.timeout);
-  Run run{options, in->vectors, in->expect_fail, peer, {}, {}, {}, {}, {}};
+  Run run{options, in->vectors, in->expect_fail, peer, {}, {}, {}, {}, {}, {}};
   json hello;
   try {
     run.claims = Handshake(peer, hello);
@@ -886,7 +944,16 @@ int RunConformance(const Options& options, std::ostream& out) {
     DecideScope(scope, verdict);
   }
   Diagnose(run, verdict);
-  WriteReports(options, hello, run.claims, run.results, verdict);
+  // §CONF.8 The levels are the whole run's: a shard judges none (its
+  // --verdict-json and --require-level are refused before the run).
+  std::vector<LevelOutcome> levels;
+  if (!options.shard.Partial()) {
+    LevelScope scope{options.suites, options.random_only, options.random_cases, options.random_seed, options.seed_drawn};
+    levels = JudgeLevels(verdict, scope);
+    RequireLevels(options.require_levels, levels, verdict);
+    verdict.level_lines = LevelLines(levels, options.require_levels);
+  }
+  WriteReports(options, hello, run.claims, run.results, verdict, levels);
   PrintSummary(run.results, verdict, options.expect_fail, out);
   // §CONF.9 a shard's exit status says whether anything failed in it (a
   // scheduler's task state); the run's verdict is the merge's.

@@ -38,6 +38,9 @@ struct Options {
   // generator, drawn from `random_seed`, after the fixed vectors (or alone).
   int64_t random_cases = 0;
   uint64_t random_seed = 0;
+  // §CONF.8 Whether the runner drew `random_seed` itself (no --seed): only
+  // such cases are fresh to the implementation, and only they earn a level.
+  bool seed_drawn = false;
   bool random_only = false;
   std::filesystem::path save_failures;  // the shrunk failing cases, as a vectors directory
   int max_random_failures = 1;          // per suite: stop drawing after this many failing cases
@@ -47,6 +50,8 @@ struct Options {
   int random_threads = 1;               // threads drawing the cases ahead (vectors/random_stream.h); 1: on demand
   // §CONF.9 The share of the work this process runs (index 0 of 1: all of it).
   Shard shard;
+  // §CONF.8 --require-level: the run fails unless it reaches each of these.
+  std::vector<std::string> require_levels;
   // The options that select the implementation ("--lib L" or "--exec 'CMD'"),
   // for the replay lines.
   std::string implementation_args;
@@ -61,6 +66,9 @@ struct TestResult {
   std::string detail;  // human-readable explanation
   std::vector<std::string> flags;
   bool valid = false;  // the vector's result: "valid" (outputs expected) or "invalid" (a refusal expected)
+  // §CONF.8 the profile of the test (its own, else its group's; "" for none):
+  // what a level's suites are restricted to.
+  std::string profile;
   // §CONF.4 a valid test a port passes without computing anything
   // (vectors/trivial.h): its pass does not count as tested.
   bool trivial = false;

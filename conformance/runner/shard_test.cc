@@ -22,7 +22,9 @@
 #include "base/error.h"
 #include "base/sanitized.h"
 #include "conformance/runner/conform_test_util.h"
+#include "conformance/runner/merge.h"
 #include "conformance/runner/shard.h"
+#include "vectors/random_cases.h"
 
 namespace engram::conform {
 namespace {
@@ -340,13 +342,167 @@ TEST(Shards, AMergeOfTheWrongShardsIsRefusedWithoutAVerdict) {
   cut["results"].erase(cut["results"].begin());
   const fs::path cut_path = Dir() / "cut.json";
   std::ofstream(cut_path) << cut.dump();
-  refused(Merge(s0 + " " + cut_path.string() + " " + s2), cut_path.string() + ": lists ");
+  refused(Merge(s0 + " " + cut_path.string() + " " + s2), cut_path.string() + ": shard.counts.");
   // A report of a run without shard records (an older runner).
   json old = json::parse(Slurp(s1));
   old.erase("shard");
   const fs::path old_path = Dir() / "old.json";
   std::ofstream(old_path) << old.dump();
   refused(Merge(s0 + " " + old_path.string() + " " + s2), old_path.string() + ": has no \"shard\" record");
+}
+
+// §CONF.9 item 4 A merge verifies instead of trusting: each forgery of the
+// hidden round that a merge believed (an OK, or a crash) is refused with the
+// file and the field named, with no verdict and nothing left behind. Every
+// case here merged (or crashed) before the checks.
+TEST(Shards, AForgedShardIsRefusedNeverMerged) {
+  const std::string three = RunShards("forge", 3);
+  const std::string s0 = (Dir() / "forge-0.json").string(), s1 = (Dir() / "forge-1.json").string(),
+                    s2 = (Dir() / "forge-2.json").string();
+  auto refused = [](const Merged& m, const std::string& why) {
+    EXPECT_EQ(m.exit_code, 2) << m.out;
+    EXPECT_EQ(m.out.find("conformance:"), std::string::npos) << m.out;
+    EXPECT_NE(m.out.find(why), std::string::npos) << "wanted: " << why << "\n" << m.out;
+  };
+  auto forged = [&](const std::string& name, const std::function<void(json&)>& edit) {
+    json j = json::parse(Slurp(s1));
+    edit(j);
+    const fs::path p = Dir() / (name + ".json");
+    std::ofstream(p) << j.dump();
+    return p.string();
+  };
+  auto merge_with = [&](const std::string& middle) { return Merge(s0 + " " + middle + " " + s2); };
+  // Negative counts that sum to clean.
+  std::string p = forged("negative", [](json& j) { j["shard"]["counts"]["hash_v41"]["failed"] = -41; });
+  refused(merge_with(p), p + ": shard.counts.hash_v41.failed: is negative: -41");
+  // Counts edited to clean while a listed result says "fail".
+  p = forged("clean", [](json& j) {
+    for (json& r : j["results"]) {
+      if (r["suite"] == "hash_v41" && r["status"] == "pass") {
+        r["status"] = "fail";
+        r["reason"] = "mismatch";
+        break;
+      }
+    }
+  });
+  refused(merge_with(p), p + ": shard.counts.hash_v41: the listed results count");
+  // Counts 5,000 times the shard's range.
+  p = forged("inflated", [](json& j) {
+    j["shard"]["counts"]["hash_v41"]["passed"] = j["shard"]["counts"]["hash_v41"]["passed"].get<int64_t>() * 5000;
+  });
+  refused(merge_with(p), "results counted for the");
+  // A repeated "counts" key: the text edited, the last would win.
+  {
+    std::string text = Slurp(s1);
+    const size_t at = text.find("\"counts\":");
+    ASSERT_NE(at, std::string::npos);
+    text.insert(at, "\"counts\": {}, ");
+    const fs::path dup = Dir() / "dup.json";
+    std::ofstream(dup) << text;
+    refused(merge_with(dup.string()), dup.string() + ": duplicate key 'counts'");
+  }
+  // Shard 0's report relabelled as shard 1, its ranges made shard 1's: its results are shard 0's.
+  p = forged("relabelled", [&](json& j) {
+    json other = json::parse(Slurp(s0));
+    other["shard"]["index"] = 1;
+    for (auto& [label, c] : other["shard"]["cases"].items()) {
+      c["begin"] = j["shard"]["cases"][label]["begin"];
+      c["end"] = j["shard"]["cases"][label]["end"];
+    }
+    j = other;
+  });
+  refused(merge_with(p), p + ": ");
+  // The same shard's results listed twice across shards (the range edited along).
+  p = forged("twice", [&](json& j) {
+    const json other = json::parse(Slurp(s0));
+    for (json& r : j["results"]) {
+      if (r["suite"] == "table_lookup") r["tcId"] = other["shard"]["cases"]["table_lookup"]["begin"].get<int64_t>() + 1;
+    }
+  });
+  refused(merge_with(p), "table_lookup tcId");
+  // The vectors' kind relabelled; another spec and generator on every shard.
+  p = forged("kind", [](json& j) { j["shard"]["work"]["vectorsKind"] = "released set 0.3.1, edited"; });
+  refused(merge_with(p), "shard.work.vectorsKind: says \"released set 0.3.1, edited\"");
+  {
+    std::string all;
+    for (const std::string& s : {s0, s1, s2}) {
+      json j = json::parse(Slurp(s));
+      j["shard"]["work"]["specVersion"] = "9.9.9";
+      j["shard"]["work"]["generator"] = "random-v9";
+      const fs::path v = Dir() / ("v999-" + std::to_string(j["shard"]["index"].get<int>()) + ".json");
+      std::ofstream(v) << j.dump();
+      all += " " + v.string();
+    }
+    refused(Merge(all), "ran spec 9.9.9 with generator random-v9");
+  }
+  // A string range bound: named, not a library's message.
+  p = forged("string-bound", [](json& j) { j["shard"]["cases"]["hash_v41"]["begin"] = "23"; });
+  refused(merge_with(p), p + ": shard.cases.hash_v41.begin: must be an integer");
+  // Not a regular file: a directory, a FIFO (refused at once, never read).
+  refused(merge_with(Dir().string()), "not a regular file (a directory)");
+  const fs::path fifo = Dir() / "report.fifo";
+  fs::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  refused(merge_with(fifo.string()), "not a regular file (a FIFO)");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  // Nested 10^6 deep: refused at level 257, no crash, no temporary file left.
+  {
+    const fs::path deep = Dir() / "deep" / "deep.json";
+    fs::remove_all(deep.parent_path());
+    fs::create_directories(deep.parent_path());
+    std::ofstream(deep) << "{\"results\": " << std::string(1000000, '[') << std::string(1000000, ']') << "}";
+    const fs::path out = deep.parent_path() / "merged.json";
+    refused(Merge(deep.string() + " --report-json " + out.string()), "JSON nested deeper than 256 levels");
+    size_t files = 0;
+    for (const auto& e : fs::directory_iterator(deep.parent_path())) files += e.path() != deep;
+    EXPECT_EQ(files, 0u) << "a temporary file was left beside the merged report";
+  }
+  // A shard never claims a level: its --verdict-json and --require-level are refused before the run.
+  const auto shard_record = Conform(kWork + " --shard-index 0 --shard-count 3 --verdict-json " + (Dir() / "shard-verdict.json").string());
+  EXPECT_EQ(shard_record.exit_code, 2) << shard_record.out;
+  EXPECT_NE(shard_record.out.find("--verdict-json: shard 0 of 3 (--shard-index/--shard-count) is not the run and claims no level"),
+            std::string::npos) << shard_record.out;
+  // The real three still merge.
+  EXPECT_EQ(Merge(three).exit_code, 0);
+}
+
+// §CONF.9 item 4 A saved recipe is rebuilt only within the size of the case
+// its generator drew at its index: every candidate shrinking can reach is
+// within it (a law, over every generator), and a list made longer is not.
+TEST(RecipeOutside, ShrinkingStaysWithinTheDrawnCaseAndAnEditDoesNot) {
+  for (const vectors::RandomSuite& gen : vectors::RandomSuites()) {
+    for (int64_t index : {0, 5, 17}) {
+      const nlohmann::ordered_json drawn = gen.draw(3, index);
+      nlohmann::ordered_json at = drawn;
+      // Down a chain of shrink steps, every candidate of every step checked.
+      for (int step = 0; step < 12; ++step) {
+        bool moved = false;
+        for (const nlohmann::ordered_json& cand : gen.shrink(at)) {
+          EXPECT_EQ(RecipeOutside(cand, drawn), "") << gen.suite << " case " << index << " step " << step << ": " << cand.dump();
+          if (!moved) {
+            try {
+              gen.build(cand);
+              at = cand;
+              moved = true;
+            } catch (const Error&) {
+            }
+          }
+        }
+        if (!moved) break;
+      }
+      // An edit that makes a list of the drawn case 1,000 times longer is refused.
+      nlohmann::ordered_json bigger = drawn;
+      for (auto& [k, v] : bigger.items()) {
+        if (v.is_array() && !v.empty()) {
+          const nlohmann::ordered_json e = v[0];
+          for (int i = 0; i < 1000; ++i) v.push_back(e);
+          break;
+        }
+      }
+      if (bigger != drawn) EXPECT_NE(RecipeOutside(bigger, drawn), "") << gen.suite;
+    }
+  }
 }
 
 // With failures: the adapter's planted bug, no suite stopped early. The
@@ -382,6 +538,30 @@ TEST(Shards, FailuresOfEveryShardAreGatheredIntoOneReplayableDirectory) {
                               " --bug rollback-ring-short'");
   EXPECT_EQ(replay.exit_code, 1) << replay.out;
   EXPECT_NE(replay.out.find("hash_demo: 0 passed, " + std::to_string(a["testGroups"].size()) + " failed"), std::string::npos) << replay.out;
+  // A failing recipe edited to 100,000 layer ids (a 3 KB edit took --save-failures past 600 s): not rebuilt, the
+  // merge says why and fails; it does not run on.
+  const std::string first = (Dir() / "bug-0.json").string();
+  json forged = json::parse(Slurp(first));
+  bool edited = false;
+  for (auto& [suite, list] : forged["shard"]["failing"].items()) {
+    if (list.empty()) continue;
+    json ids = json::array();
+    for (int i = 0; i < 100000; ++i) ids.push_back(i);
+    list[0]["recipe"]["layerIds"] = ids;
+    edited = true;
+    break;
+  }
+  ASSERT_TRUE(edited) << "shard 0 saved no failing recipe";
+  const fs::path forged_path = Dir() / "bug-forged.json";
+  std::ofstream(forged_path) << forged.dump();
+  const std::string others = paths.substr(paths.find(' ', 1));  // shards 1 and 2
+  const fs::path more = Dir() / "forged-failures";
+  const auto t0 = std::chrono::steady_clock::now();
+  const Merged f = Merge(forged_path.string() + others + " --save-failures " + more.string() + " --vectors " + test::kVectors);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  EXPECT_EQ(f.exit_code, 1) << f.out;
+  EXPECT_NE(f.out.find("the failing random cases could not be saved"), std::string::npos) << f.out;
+  EXPECT_NE(f.out.find("is not one its case shrinks to"), std::string::npos) << f.out;
 }
 
 }  // namespace

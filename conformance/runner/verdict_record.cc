@@ -5,8 +5,7 @@
 #include <set>
 
 #include "base/error.h"
-#include "reference/input_files.h"
-#include "reference/config.h"
+#include "vectors/manifest.h"
 #include "vectors/generator.h"
 #include "vectors/random_cases.h"
 
@@ -52,6 +51,13 @@ const std::vector<Level>& ConformanceLevels() {
   return levels;
 }
 
+const Level* FindLevel(const std::string& name) {
+  for (const Level& l : ConformanceLevels()) {
+    if (l.name == name) return &l;
+  }
+  return nullptr;
+}
+
 namespace {
 
 // The record's counts: the verdict's, without the report's bookkeeping (sent, skipReasons).
@@ -60,84 +66,144 @@ json RecordCountsJson(const Counts& c) {
           {"stale", c.stale},   {"tested", c.tested},   {"trivial", c.trivial}, {"refused", c.refused}};
 }
 
-// tcId -> the profile of its group ("" for a group without one), per suite.
-using Profiles = std::map<std::string, std::map<int64_t, std::string>>;
-
-Profiles ReadProfiles(const Options& options, const std::set<std::string>& suites) {
-  Profiles out;
-  for (const std::string& suite : suites) {
-    const std::filesystem::path path = options.vectors / "v1" / (suite + ".json");
-    if (!std::filesystem::exists(path)) continue;  // not in this set: the level says "not run"
-    const nlohmann::json doc = ReadJsonFile(path, InputKind::kVectorFile);
-    for (const auto& group : doc.at("testGroups")) {
-      const std::string profile = group.contains("profile") ? group["profile"].get<std::string>() : "";
-      for (const auto& test : group.at("tests")) out[suite][test.at("tcId").get<int64_t>()] = profile;
-    }
-  }
-  return out;
+int64_t Int(const json& obj, const char* key) {
+  return obj.is_object() && obj.contains(key) && obj[key].is_number_integer() ? obj[key].get<int64_t>() : 0;
 }
 
-// §CONF.8 Whether `level` was reached, and if not, why (every reason, in
-// the order of the level's suites).
-std::vector<std::string> LevelReasons(const Level& level, const Options& options, const std::vector<TestResult>& results,
-                                      const Verdict& verdict, const Profiles& profiles) {
+// §CONF.8 What every level shares: the vectors, the run's problems and
+// contract checks, and the freshness of its random cases.
+std::vector<std::string> RunReasons(const Verdict& v, const LevelScope& scope) {
   std::vector<std::string> reasons;
-  if (!verdict.vectors_known) {
+  if (v.shard.Partial()) {
+    reasons.push_back("shard " + std::to_string(v.shard.index) + " of " + std::to_string(v.shard.count) +
+                      " is not the run: levels are judged by engram report merge (§CONF.9)");
+  }
+  if (!v.vectors_known) {
     reasons.push_back("the vectors are neither a released set nor the unreleased set this tool was built with (§VEC.13)");
   }
-  for (const std::string& p : verdict.problems) reasons.push_back("run: " + p);
-  if (verdict.suites.count("contract") && verdict.suites.at("contract").failed > 0) {
-    reasons.push_back("contract: " + std::to_string(verdict.suites.at("contract").failed) + " check(s) failed");
+  for (const std::string& p : v.problems) reasons.push_back("run: " + p);
+  if (v.suites.count("contract") && v.suites.at("contract").failed > 0) {
+    reasons.push_back("contract: " + std::to_string(v.suites.at("contract").failed) + " check(s) failed");
   }
-  for (const LevelSuite& need : level.suites) {
-    const std::string label = need.suite + (need.profile == "*" ? "" : " (" + need.profile + ")");
-    if (!options.suites.empty() && !options.suites.count(need.suite)) {
-      reasons.push_back(label + ": not run (--suite)");
-      continue;
-    }
-    if (options.random_only) {
-      reasons.push_back(label + ": the fixed vectors were not run (--random-only)");
-      continue;
-    }
-    int64_t tested = 0, failed = 0, skipped = 0;
-    std::map<std::string, int64_t> skip_reasons;
-    const auto suite_profiles = profiles.find(need.suite);
-    for (const TestResult& r : results) {
-      if (r.suite != need.suite) continue;
-      std::string profile;
-      if (suite_profiles != profiles.end()) {
-        const auto it = suite_profiles->second.find(r.tc_id);
-        if (it != suite_profiles->second.end()) profile = it->second;
-      }
-      if (need.profile != "*" && !profile.empty() && profile != need.profile) continue;
-      if (r.status == "fail" || r.status == "expected-fail") ++failed;
-      // §CONF.8 a skipped test is a claim not made, except a size limit the user set.
-      if (r.status == "skipped" && r.reason != "limit") ++skipped, ++skip_reasons[r.reason];
-      if ((r.status == "pass" || r.status == "stale") && r.valid && !r.trivial) ++tested;
-    }
-    if (failed > 0) reasons.push_back(label + ": " + std::to_string(failed) + " test(s) failed");
-    if (skipped > 0) {
-      std::string why;
-      for (const auto& [reason, n] : skip_reasons) why += (why.empty() ? "" : ", ") + std::to_string(n) + " " + reason;
-      reasons.push_back(label + ": " + std::to_string(skipped) + " test(s) skipped (" + why + ")");
-    }
-    if (tested == 0 && failed == 0) reasons.push_back(label + ": no test was tested (§CONF.4)");
-    if (verdict.suite_problems.count(need.suite)) {
-      for (const std::string& p : verdict.suite_problems.at(need.suite)) reasons.push_back(label + ": " + p);
-    }
-    // §CONF.7 random cases of the suite, when drawn, must not fail either.
-    if (verdict.random.is_object() && verdict.random.contains("suites") && verdict.random["suites"].contains(need.suite)) {
-      const int64_t failing = verdict.random["suites"][need.suite].value("failing", int64_t{0});
-      if (failing > 0) reasons.push_back(label + ": " + std::to_string(failing) + " random case(s) failed");
-    }
+  const std::string need = std::to_string(kLevelRandomCases);
+  if (scope.random_cases == 0) {
+    reasons.push_back("no random cases were run: a level needs --random " + need +
+                      " or more, at a seed the runner draws (§CONF.8: answers to the fixed vectors can be copied from "
+                      "their files)");
+  } else if (!scope.seed_drawn) {
+    reasons.push_back("the random seed was given (--seed " + std::to_string(scope.seed) +
+                      "): cases that could be known before the run earn no level; let the runner draw it (§CONF.8)");
+  } else if (scope.random_cases < kLevelRandomCases) {
+    reasons.push_back("--random " + std::to_string(scope.random_cases) + " is fewer than the " + need +
+                      " fresh random cases per suite a level needs (§CONF.8)");
   }
   return reasons;
 }
 
+// §CONF.8 The reasons one suite (and profile) of a level gives.
+void SuiteReasons(const LevelSuite& need, const Verdict& v, const LevelScope& scope, std::vector<std::string>& reasons) {
+  const std::string label = need.suite + (need.profile == "*" ? "" : " (" + need.profile + ")");
+  if (!scope.suites.empty() && !scope.suites.count(need.suite)) {
+    reasons.push_back(label + ": not run (--suite)");
+    return;
+  }
+  if (scope.random_only) {
+    reasons.push_back(label + ": the fixed vectors were not run (--random-only)");
+  } else {
+    // A level names its tests: every test of the suite of its profile (the
+    // tests of no profile too), whatever --profile selected.
+    LevelTally t;
+    if (auto it = v.tallies.find(need.suite); it != v.tallies.end()) {
+      for (const auto& [profile, c] : it->second) {
+        if (need.profile == "*" || profile.empty() || profile == need.profile) t.Merge(c);
+      }
+    }
+    if (t.tests == 0) reasons.push_back(label + ": the vectors have no test of it");
+    if (t.run < t.tests) {
+      reasons.push_back(label + ": " + std::to_string(t.tests - t.run) + " of its " + std::to_string(t.tests) +
+                        " test(s) were not run (--profile left them out)");
+    }
+    if (t.failed > 0) reasons.push_back(label + ": " + std::to_string(t.failed) + " test(s) failed");
+    if (t.skipped > 0) {
+      reasons.push_back(label + ": " + std::to_string(t.skipped) + " test(s) skipped (an unsupported answer, or a suite or "
+                        "profile not claimed, is a claim not made)");
+    }
+    if (t.tests > 0 && t.tested == 0 && t.failed == 0) reasons.push_back(label + ": no test was tested (§CONF.4)");
+    if (auto it = v.suite_problems.find(need.suite); it != v.suite_problems.end()) {
+      for (const std::string& p : it->second) reasons.push_back(label + ": " + p);
+    }
+  }
+  // §CONF.8 fresh random cases of every suite that has a generator.
+  if (vectors::FindRandomSuite(need.suite) == nullptr || scope.random_cases == 0) return;
+  const json r = v.random.is_object() && v.random.contains("suites") && v.random["suites"].contains(need.suite)
+                     ? v.random["suites"][need.suite]
+                     : json::object();
+  const int64_t drawn = Int(r, "drawn"), failing = Int(r, "failing"), other = Int(r, "otherProfile");
+  if (drawn < std::min(scope.random_cases, kLevelRandomCases)) {
+    reasons.push_back(label + ": " + std::to_string(drawn) + " random case(s) drawn, fewer than the " +
+                      std::to_string(std::min(scope.random_cases, kLevelRandomCases)) +
+                      " a level needs (not claimed, or stopped early: --random-seconds, --max-timeouts)");
+  }
+  if (failing > 0) reasons.push_back(label + ": " + std::to_string(failing) + " random case(s) failed");
+  if (auto it = v.suites.find("random:" + need.suite); it != v.suites.end() && it->second.skipped > 0) {
+    reasons.push_back(label + ": " + std::to_string(it->second.skipped) + " random case(s) skipped (unsupported)");
+  }
+  if (need.profile == "*" && other > 0) {
+    reasons.push_back(label + ": " + std::to_string(other) + " random case(s) of a profile not claimed (or left out by "
+                      "--profile) were not asked");
+  }
+  if (auto it = v.suite_problems.find("random:" + need.suite); it != v.suite_problems.end()) {
+    for (const std::string& p : it->second) reasons.push_back(label + ": random cases: " + p);
+  }
+}
+
 }  // namespace
 
-json VerdictRecord(const Options& options, const Claims& claims, const std::vector<TestResult>& results,
-                   const Verdict& verdict, const std::string& date) {
+std::vector<LevelOutcome> JudgeLevels(const Verdict& v, const LevelScope& scope) {
+  const std::vector<std::string> common = RunReasons(v, scope);
+  std::vector<LevelOutcome> out;
+  for (const Level& level : ConformanceLevels()) {
+    LevelOutcome o{level.name, common};
+    for (const LevelSuite& need : level.suites) SuiteReasons(need, v, scope, o.reasons);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+void RequireLevels(const std::vector<std::string>& required, const std::vector<LevelOutcome>& levels, Verdict& v) {
+  for (const std::string& name : required) {
+    for (const LevelOutcome& l : levels) {
+      if (l.name != name || l.reached()) continue;
+      std::string first;
+      for (size_t i = 0; i < l.reasons.size() && i < 3; ++i) first += (i ? "; " : "") + l.reasons[i];
+      v.problems.push_back("--require-level " + name + ": not reached (" + std::to_string(l.reasons.size()) +
+                           " reason(s): " + first + (l.reasons.size() > 3 ? "; ..." : "") + ")");
+    }
+  }
+}
+
+std::vector<std::string> LevelLines(const std::vector<LevelOutcome>& levels, const std::vector<std::string>& required) {
+  std::string reached, not_reached;
+  for (const LevelOutcome& l : levels) {
+    if (l.reached()) {
+      reached += (reached.empty() ? "" : ", ") + l.name;
+    } else {
+      not_reached += (not_reached.empty() ? "" : ", ") + l.name + " (" + std::to_string(l.reasons.size()) + " reason(s))";
+    }
+  }
+  std::vector<std::string> lines = {"levels (§CONF.8): reached: " + (reached.empty() ? std::string("none") : reached) +
+                                    (not_reached.empty() ? "" : "; not reached: " + not_reached)};
+  for (const std::string& name : required) {
+    for (const LevelOutcome& l : levels) {
+      if (l.name != name) continue;
+      for (const std::string& r : l.reasons) lines.push_back("  " + name + " (--require-level) not reached: " + r);
+    }
+  }
+  return lines;
+}
+
+json VerdictRecord(const Claims& claims, const RunRecord& run, const Verdict& verdict,
+                   const std::vector<LevelOutcome>& levels, const std::string& date) {
   json record;
   record["format"] = "engram-verdict";
   record["version"] = 1;
@@ -152,42 +218,39 @@ json VerdictRecord(const Options& options, const Claims& claims, const std::vect
                        {"kind", verdict.vectors_kind},
                        {"manifestSha256", verdict.manifest_sha256}};
   json random = nullptr;
-  if (options.random_cases > 0) {
+  if (run.random_cases > 0) {
     random = {{"generator", vectors::kRandomVersion},
-              {"seed", options.random_seed},
-              {"casesPerSuite", options.random_cases},
+              {"seed", run.seed},
+              {"seedDrawn", run.seed_drawn},
+              {"casesPerSuite", run.random_cases},
               {"suites", json::object()}};
+    if (!run.shard_seeds.empty()) random["shardSeeds"] = run.shard_seeds;
     if (verdict.random.is_object() && verdict.random.contains("suites")) {
       for (const auto& [suite, s] : verdict.random["suites"].items()) {
-        random["suites"][suite] = {{"asked", s.value("asked", int64_t{0})}, {"failing", s.value("failing", int64_t{0})}};
+        random["suites"][suite] = {{"drawn", Int(s, "drawn")}, {"asked", Int(s, "asked")}, {"failing", Int(s, "failing")}};
       }
     }
   }
-  record["run"] = {{"suites", options.suites},
-                   {"profile", options.profile ? json(*options.profile) : json(nullptr)},
-                   {"features", options.features},
-                   {"expectFail", !options.expect_fail.empty()},
-                   {"randomOnly", options.random_only},
+  record["run"] = {{"suites", run.suites},
+                   {"profile", run.profile},
+                   {"features", run.features},
+                   {"expectFail", run.expect_fail},
+                   {"randomOnly", run.random_only},
                    {"random", random}};
   record["ok"] = verdict.Ok();
   record["verdict"] = verdict.Line();
   record["counts"] = RecordCountsJson(verdict.total);
   record["suites"] = json::object();
   for (const auto& [suite, c] : verdict.suites) record["suites"][suite] = RecordCountsJson(c);
-  std::set<std::string> level_suites;
-  for (const Level& level : ConformanceLevels()) {
-    for (const LevelSuite& s : level.suites) level_suites.insert(s.suite);
-  }
-  const Profiles profiles = ReadProfiles(options, level_suites);
-  json levels = json::array(), reached = json::array();
-  for (const Level& level : ConformanceLevels()) {
-    const std::vector<std::string> reasons = LevelReasons(level, options, results, verdict, profiles);
-    levels.push_back({{"name", level.name}, {"reached", reasons.empty()}, {"reasons", reasons}});
-    if (reasons.empty()) reached.push_back(level.name);
+  json all = json::array(), reached = json::array();
+  for (const LevelOutcome& l : levels) {
+    all.push_back({{"name", l.name}, {"reached", l.reached()}, {"reasons", l.reasons}});
+    if (l.reached()) reached.push_back(l.name);
   }
   record["levelsReached"] = reached;
-  record["levels"] = levels;
+  record["levels"] = all;
   return record;
 }
+
 
 }  // namespace engram::conform
