@@ -892,6 +892,13 @@ void WriteReports(const Options& options, const json& hello, const Claims& claim
 
 }  // namespace
 
+CheckedVectors CheckVectorsDirectory(const std::filesystem::path& dir) {
+  Vectors v = LoadVectors(dir, {});
+  CheckedVectors out{v.manifest_sha256, v.released, {}};
+  for (SuiteFile& f : v.suites) out.suites.emplace(f.name, std::move(f.doc));
+  return out;
+}
+
 // The run in its phases: the checks before it, the handshake, the tests, the
 // verdict, the reports, the summary. A problem before the first test is exit 2
 // with nothing written; after it, every problem is part of the verdict.

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <set>
@@ -77,6 +78,19 @@ struct TestResult {
   // gave no answer): the report shows a port author what their code returned.
   nlohmann::ordered_json returned;
 };
+
+// §CONF.4 A vectors directory checked as engram conform checks it before a
+// run (the manifest's digests, regular files only, the spec version, the
+// keys the runner reads, every file against its schema, no valid test
+// without expected outputs; each file within §ERR.4's limit, parsed with
+// unique keys and bounded depth): what the Python package reads vectors
+// through. Throws engram::Error naming the file, test and key.
+struct CheckedVectors {
+  std::string manifest_sha256;
+  std::optional<std::string> released;  // the released set it is (§VEC.13), if any
+  std::map<std::string, nlohmann::ordered_json> suites;  // v1/<name>.json -> its document, key order kept
+};
+CheckedVectors CheckVectorsDirectory(const std::filesystem::path& dir);
 
 // Runs the whole conformance check; prints the summary to `out`; returns the
 // process exit status of §CONF.4: 0 when the verdict is OK (at least one test

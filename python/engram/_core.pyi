@@ -3,7 +3,7 @@
 The public API is engram (engram/__init__.py), engram.vectors and engram.pytest_plugin; each function there
 cites its spec § id.
 """
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import numpy.typing as npt
@@ -113,3 +113,17 @@ def released_set(manifest_sha256: str) -> Optional[str]:
     """§VEC.13"""
 def vectors_kind(manifest_sha256: str) -> str:
     """§VEC.13"""
+def check_vectors(dir: str) -> Tuple[str, Optional[str], Dict[str, str]]:
+    """§CONF.4 (manifest sha256, released set or None, {suite: document text}), checked as engram conform checks them."""
+def choose_shard(index: Optional[str], count: Optional[str], env: Dict[str, str]) -> Tuple[int, int, str]:
+    """§CONF.9 item 1 (index, count, source), by engram conform's rules."""
+def touch_shard_status_file(env: Dict[str, str]) -> None:
+    """§CONF.9 item 1 Bazel's TEST_SHARD_STATUS_FILE."""
+def decimal_in(name: str, value: str, lo: int, hi: int) -> int: ...
+def check_save_failures(dir: str) -> None:
+    """§CONF.7 item 5"""
+def random_case_doc(suite: str, seed: int, index: int) -> str:
+    """§CONF.7 case `index` alone, as a vector document."""
+def random_types(suite: str, seed: int, n: int) -> List[str]: ...
+def session_problems(outcomes: List[Tuple[str, str, str, bool, bool]], random: int) -> List[str]:
+    """§CONF.4 the problems of a session, by engram conform's rule."""

@@ -5,88 +5,78 @@ tcId, with ids such as ``hash_v41-tc17`` and the test's flags as marks (``-m Neg
 ``engram_case.check(port)``: valid cases must return the expected outputs (judged by the runner's rules, §CONF.4),
 ``result: invalid`` cases must raise. A failure shows the runner's diagnosis.
 
+As strict as ``engram conform`` (§CONF.4): the vectors are checked by the same C++ before anything is collected
+(a directory conform refuses is refused); a test that takes ``engram_case`` and never judges it fails; a session
+whose engram cases tested nothing (every case unsupported, or only trivial ones) fails, as does a suite answered
+only ``unsupported``; an unknown ``type=`` is an error; the options are checked before the run.
+
 Options: ``--engram-random N --engram-seed S`` adds the N random cases ``engram conform --random N --seed S``
-asks (§CONF.7); ``--engram-save-failures DIR`` writes the failing cases as a vectors directory that
-``engram conform --vectors DIR`` replays; ``--engram-shard-index I --engram-shard-count N`` keeps the cases whose
-index (per test function, fixed vectors then random cases, 0-based) is I modulo N.
+asks (§CONF.7), each drawn when its test runs; ``--engram-save-failures DIR`` writes the failing cases as a
+vectors directory that ``engram conform --vectors DIR`` replays; ``--engram-shard-index I --engram-shard-count N``
+keeps the cases whose index (per test function, fixed vectors then random cases, 0-based) is I modulo N. Without
+them the shard comes from the environment, resolved by ``engram conform``'s own rules (the same C++, §CONF.9).
 """
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
 from . import vectors as _vectors
+from . import _core
 from ._core import Error, random_suites
 
 _FAILED: List[_vectors.Case] = []
+# §CONF.4 every engram case's outcome: (label, status, reason, valid, trivial).
+_OUTCOMES: List[Tuple[str, str, str, bool, bool]] = []
+
+# The most random cases per suite a session collects: each is a pytest item (a few KiB of pytest's own).
+MAX_RANDOM = 100000
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("engram", "Engram conformance cases (engram.cases / the engram_case fixture)")
-    g.addoption("--engram-random", type=int, default=0, metavar="N",
-                help="add N random cases per suite with a generator, as engram conform --random N (§CONF.7)")
-    g.addoption("--engram-seed", type=int, default=1, metavar="S", help="the random cases' seed (default 1)")
+    g.addoption("--engram-random", default="0", metavar="N",
+                help=f"add N random cases per suite with a generator, as engram conform --random N (§CONF.7; "
+                     f"at most {MAX_RANDOM})")
+    g.addoption("--engram-seed", default="1", metavar="S", help="the random cases' seed (default 1)")
     g.addoption("--engram-save-failures", default=None, metavar="DIR",
                 help="write the failing cases to DIR (new or empty) as vectors engram conform --vectors DIR replays")
-    g.addoption("--engram-shard-index", type=int, default=None, metavar="I",
+    g.addoption("--engram-shard-index", default=None, metavar="I",
                 help="run shard I of --engram-shard-count (default: GTEST_SHARD_INDEX, TEST_SHARD_INDEX, "
-                     "SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX, CIRCLE_NODE_INDEX)")
-    g.addoption("--engram-shard-count", type=int, default=None, metavar="N", help="the number of shards")
+                     "SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX, CIRCLE_NODE_INDEX, as engram conform reads them)")
+    g.addoption("--engram-shard-count", default=None, metavar="N", help="the number of shards")
+
+
+def resolve_shard(index: Optional[str], count: Optional[str], env: Dict[str, str]) -> Tuple[int, int, str]:
+    """§CONF.9 item 1 (index, count, source): ``engram conform``'s resolution (conformance/runner/shard.cc, through
+    the binding), from the options' text and the environment ``env``."""
+    try:
+        return _core.choose_shard(index, count, dict(env))
+    except Error as e:  # the same refusal, naming this plugin's options
+        text = str(e).replace("--shard-index", "--engram-shard-index").replace("--shard-count", "--engram-shard-count")
+        raise Error(text.replace("--engram-engram-", "--engram-")) from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "engram_cases(suite, type=None): one test per tcId of an Engram vector suite "
                                        "(engram.cases); the test takes the engram_case fixture")
-    config._engram_shard = _shard(config)  # type: ignore[attr-defined]
-    status = os.environ.get("TEST_SHARD_STATUS_FILE")
-    if status and config._engram_shard[2] == "TEST_SHARD_INDEX":  # type: ignore[attr-defined]
-        Path(status).touch()  # Bazel: the test runner understands sharding
-
-
-def _env_int(name: str) -> Optional[int]:
-    v = os.environ.get(name)
-    if v is None or v == "":
-        return None
+    # §CONF.4 the options, checked before anything is collected or run, by the runner's rules.
     try:
-        return int(v)
-    except ValueError:
-        raise pytest.UsageError(f"{name}: {v!r} is not an integer (engram shard index/count)") from None
-
-
-def _shard(config: pytest.Config) -> Tuple[int, int, str]:
-    """(index, count, source): the options, else the first environment source that is set (issue 31's order)."""
-    index = config.getoption("engram_shard_index")
-    count = config.getoption("engram_shard_count")
-    source = "--engram-shard-index"
-    if index is None:
-        for idx_name, count_name in (("GTEST_SHARD_INDEX", "GTEST_TOTAL_SHARDS"),
-                                     ("TEST_SHARD_INDEX", "TEST_TOTAL_SHARDS"),
-                                     ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT"),
-                                     ("JOB_COMPLETION_INDEX", None),
-                                     ("CIRCLE_NODE_INDEX", "CIRCLE_NODE_TOTAL")):
-            i = _env_int(idx_name)
-            if i is None:
-                continue
-            if idx_name == "SLURM_ARRAY_TASK_ID":
-                i -= _env_int("SLURM_ARRAY_TASK_MIN") or 0
-            n = _env_int(count_name) if count_name else None
-            index, source = i, idx_name
-            if count is None:
-                count = n
-            if count is None:
-                raise pytest.UsageError(f"{idx_name} is set ({i}) but no shard count: pass --engram-shard-count N"
-                                        + (f" or set {count_name}" if count_name else ""))
-            break
-    if index is None and count is None:
-        return 0, 1, "none"
-    if index is None or count is None:
-        raise pytest.UsageError("--engram-shard-index and --engram-shard-count go together")
-    if count < 1 or not 0 <= index < count:
-        raise pytest.UsageError(f"engram shard: index {index} of count {count} (from {source}) is not in [0, count)")
-    return index, count, source
+        config._engram_random = _core.decimal_in(  # type: ignore[attr-defined]
+            "--engram-random", config.getoption("engram_random"), 0, MAX_RANDOM)
+        config._engram_seed = _core.decimal_in(  # type: ignore[attr-defined]
+            "--engram-seed", config.getoption("engram_seed"), 0, 2**63 - 1)
+        config._engram_shard = resolve_shard(config.getoption("engram_shard_index"),  # type: ignore[attr-defined]
+                                             config.getoption("engram_shard_count"), os.environ)
+        # Bazel exports GTEST_SHARD_INDEX too: the status file is touched whichever variables gave the shard.
+        _core.touch_shard_status_file(dict(os.environ))
+        out = config.getoption("engram_save_failures")
+        if out:
+            _core.check_save_failures(out)
+    except Error as e:
+        raise pytest.UsageError(f"engram: {e}") from None
 
 
 def pytest_report_header(config: pytest.Config) -> List[str]:
@@ -98,10 +88,43 @@ def pytest_report_header(config: pytest.Config) -> List[str]:
         lines.append(f"engram: vectors: {e}")
     if count > 1:
         lines.append(f"engram: shard {index} of {count} (from {source}): cases whose index is {index} mod {count}")
-    if config.getoption("engram_random"):
-        lines.append(f"engram: {config.getoption('engram_random')} random cases per suite, seed "
-                     f"{config.getoption('engram_seed')}")
+    n = config._engram_random  # type: ignore[attr-defined]
+    if n:
+        lines.append(f"engram: {n} random cases per suite, seed {config._engram_seed}")  # type: ignore[attr-defined]
     return lines
+
+
+class _RandomRef:
+    """A random case not drawn yet: its suite, seed and case number (§CONF.7). The case is drawn when its test
+    runs, so that collecting N cases holds N of these, not N cases."""
+
+    __slots__ = ("suite", "seed", "index")
+
+    def __init__(self, suite: str, seed: int, index: int) -> None:
+        self.suite, self.seed, self.index = suite, seed, index
+
+    @property
+    def id(self) -> str:
+        return f"random:{self.suite}-tc{self.index}"
+
+    def draw(self) -> _vectors.Case:
+        return _vectors.random_case(self.suite, self.seed, self.index)
+
+
+def case_params(suite: str, type_: Optional[str], n_random: int, seed: int) -> List[Any]:
+    """The cases of one ``@engram.cases(suite, type=...)``: the fixed vectors' Case objects, then the random cases as
+    _RandomRef (their types drawn and dropped to apply ``type``). Raises Error for an unknown suite or type."""
+    doc = _vectors.load(suite)
+    types = sorted({g.get("type", "") for g in doc["testGroups"]})
+    randoms: List[str] = []
+    if n_random > 0 and suite in set(random_suites()):
+        randoms = _core.random_types(suite, seed, n_random)
+    if type_ is not None and type_ not in types and type_ not in randoms:
+        raise Error(f"engram.cases({suite!r}, type={type_!r}): the suite has no test of that type (its types: "
+                    f"{', '.join(types)})")
+    out: List[Any] = list(_vectors.cases(suite, type_))
+    out.extend(_RandomRef(suite, seed, i + 1) for i, t in enumerate(randoms) if type_ is None or t == type_)
+    return out
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -111,55 +134,92 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if not marks:
         raise pytest.UsageError(f"{metafunc.definition.nodeid}: takes engram_case but has no @engram.cases(...)")
     config = metafunc.config
-    n_random = config.getoption("engram_random")
-    seed = config.getoption("engram_seed")
     index, count, _ = config._engram_shard  # type: ignore[attr-defined]
-    known = set(random_suites())
-    all_cases: List[_vectors.Case] = []
+    all_cases: List[Any] = []
     try:
         for m in marks:
             suite = m.args[0] if m.args else m.kwargs["suite"]
-            type_ = m.kwargs.get("type")
-            all_cases.extend(_vectors.cases(suite, type_))
-            if n_random > 0 and suite in known:
-                all_cases.extend(_vectors.random_cases(suite, seed, n_random, type_))
+            all_cases.extend(case_params(suite, m.kwargs.get("type"), config._engram_random,  # type: ignore[attr-defined]
+                                         config._engram_seed))  # type: ignore[attr-defined]
     except Error as e:
         raise pytest.UsageError(f"engram: {e}") from None
     params = []
     for i, case in enumerate(all_cases):
         if i % count != index:
             continue
-        for f in case.flags:
+        flags = case.flags if isinstance(case, _vectors.Case) else []
+        for f in flags:
             config.addinivalue_line("markers", f"{f}: Engram vector flag (engram.vectors notes)")
-        params.append(pytest.param(case, id=case.id, marks=[getattr(pytest.mark, f) for f in case.flags]))
-    metafunc.parametrize("engram_case", params)
+        params.append(pytest.param(case, id=case.id, marks=[getattr(pytest.mark, f) for f in flags]))
+    metafunc.parametrize("engram_case", params, indirect=True)
+
+
+@pytest.fixture
+def engram_case(request: pytest.FixtureRequest) -> _vectors.Case:
+    """The case of this test (a random one is drawn now)."""
+    p = request.param
+    case = p.draw() if isinstance(p, _RandomRef) else p
+    case.verdict = None
+    case.unsupported = False
+    return case
+
+
+def _record(case: _vectors.Case, status: str, reason: str) -> None:
+    trivial = bool(case.verdict and case.verdict.trivial)
+    _OUTCOMES.append((case.label, status, reason, case.valid, trivial))
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     report = outcome.get_result()
-    if report.when == "call" and report.failed:
-        case = getattr(item, "funcargs", {}).get("engram_case")
-        if isinstance(case, _vectors.Case):
-            _FAILED.append(case)
+    case = getattr(item, "funcargs", {}).get("engram_case")
+    if not isinstance(case, _vectors.Case):
+        return
+    if report.when == "setup" and report.skipped:
+        _record(case, "skipped", "skipped")
+    if report.when != "call":
+        return
+    if report.passed and case.verdict is None:
+        # §CONF.4 a case never judged tests nothing: it fails, not passes.
+        report.outcome = "failed"
+        report.longrepr = (f"engram: {case.id}: the test took engram_case but never judged it (call "
+                           f"engram_case.check(port), or engram.judge(engram_case, outputs))")
+    if report.skipped:
+        _record(case, "skipped", "unsupported" if case.unsupported else "skipped")
+    elif case.verdict is not None and report.passed:
+        _record(case, case.verdict.status, case.verdict.reason)
+    else:
+        _record(case, "fail", case.verdict.reason if case.verdict is not None else "not judged")
+    if report.failed:
+        _FAILED.append(case)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    out = session.config.getoption("engram_save_failures")
+    config = session.config
+    # §CONF.4 engram conform's rule on the whole session: nothing tested, or a suite answered only `unsupported`
+    # (or only trivially), fails it.
+    if _OUTCOMES:
+        problems = _core.session_problems(_OUTCOMES, config._engram_random)  # type: ignore[attr-defined]
+        if problems:
+            config._engram_problems = problems  # type: ignore[attr-defined]
+            if session.exitstatus == 0:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    out = config.getoption("engram_save_failures")
     if not out or not _FAILED:
         return
     try:
-        if Path(out).exists() and (not Path(out).is_dir() or any(Path(out).iterdir())):
-            raise Error(f"{out} exists and is not an empty directory (failures are written into a new or empty one)")
         _vectors.write_failures(out, _FAILED)
     except Error as e:
-        session.config.get_terminal_writer().line(f"engram: --engram-save-failures {out}: {e}", red=True)
+        config.get_terminal_writer().line(f"engram: --engram-save-failures {out}: {e}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
         return
-    session.config._engram_saved = (out, len(_FAILED))  # type: ignore[attr-defined]
+    config._engram_saved = (out, len(_FAILED))  # type: ignore[attr-defined]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    for p in getattr(config, "_engram_problems", []):
+        terminalreporter.write_line(f"engram: FAILED: {p}", red=True)
     saved = getattr(config, "_engram_saved", None)
     if saved:
         terminalreporter.write_line(f"engram: {saved[1]} failing case(s) written to {saved[0]}; replay: "

@@ -7,7 +7,6 @@ unreleased set this module was built with, or "modified, not a released set" (:f
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -19,7 +18,7 @@ from . import _core
 from ._core import Error
 
 __all__ = ["directory", "kind", "suites", "load", "cases", "Case", "Verdict", "judge", "random_cases",
-           "random_doc", "Unsupported", "write_failures"]
+           "random_doc", "random_case", "Unsupported", "write_failures"]
 
 _PACKAGED = Path(os.path.abspath(__file__)).parent / "_vectors"
 
@@ -36,32 +35,13 @@ def directory() -> Path:
 
 @functools.lru_cache(maxsize=None)
 def _manifest(dir_: str) -> Dict[str, Any]:
-    """§VEC.9 The manifest, every listed file's digest checked (as engram conform does before a run)."""
-    d = Path(dir_)
-    path = d / "MANIFEST.sha256"
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise Error(f"{path}: cannot read the manifest ({e.strerror}); ENGRAM_VECTORS must name a vectors "
-                    f"directory holding MANIFEST.sha256") from None
-    files: Dict[str, str] = {}
-    for n, line in enumerate(raw.decode("utf-8", "replace").splitlines(), 1):
-        digest, sep, rel = line.partition("  ")
-        if not sep or len(digest) != 64 or rel.startswith("/") or ".." in Path(rel).parts:
-            raise Error(f"{path}:{n}: malformed line {line!r} (expected '<64 hex digits>  <relative path>')")
-        target = (d / rel).resolve()
-        if d.resolve() not in target.parents:  # §VEC.9, as engram conform refuses it
-            raise Error(f"{path}:{n}: {rel!r} resolves outside the vectors directory (to {target}; §VEC.9: every "
-                        f"listed file lies in the directory)")
-        try:
-            data = (d / rel).read_bytes()
-        except OSError as e:
-            raise Error(f"{path}:{n}: {rel}: {e.strerror}") from None
-        if hashlib.sha256(data).hexdigest() != digest:
-            raise Error(f"{rel} does not match MANIFEST.sha256\nrefusing to run on vectors that fail their manifest")
-        files[rel] = digest
-    sha = hashlib.sha256(raw).hexdigest()
-    return {"files": files, "sha256": sha, "released": _core.released_set(sha)}
+    """§CONF.4, §VEC.9 The directory as ``engram conform`` checks it before a run, by the same C++ (the manifest's
+    digests, regular files only, the spec version, every file against its schema, no valid test without expected
+    outputs, unique keys, bounded depth): a directory conform refuses is refused here, with its message."""
+    if not Path(dir_).is_dir():
+        raise Error(f"{dir_}: not a directory; ENGRAM_VECTORS must name a vectors directory holding MANIFEST.sha256")
+    sha, released, texts = _core.check_vectors(dir_)
+    return {"texts": texts, "sha256": sha, "released": released}
 
 
 def kind() -> str:
@@ -71,18 +51,15 @@ def kind() -> str:
 
 def suites() -> List[str]:
     """The suites of the vectors directory (v1/<suite>.json), sorted."""
-    m = _manifest(str(directory()))
-    return sorted(Path(rel).stem for rel in m["files"] if rel.startswith("v1/") and rel.endswith(".json"))
+    return sorted(_manifest(str(directory()))["texts"])
 
 
 @functools.lru_cache(maxsize=None)
 def _load(dir_: str, suite: str) -> Dict[str, Any]:
-    m = _manifest(dir_)
-    rel = f"v1/{suite}.json"
-    if rel not in m["files"]:
-        raise Error(f"suite {suite}: not in {dir_}/MANIFEST.sha256 (suites: {', '.join(suites())})")
-    with open(Path(dir_) / rel, encoding="utf-8") as f:
-        return json.load(f)
+    texts = _manifest(dir_)["texts"]
+    if suite not in texts:
+        raise Error(f"suite {suite}: not in {dir_}/MANIFEST.sha256 (suites: {', '.join(sorted(texts))})")
+    return json.loads(texts[suite])
 
 
 def load(suite: str) -> Dict[str, Any]:
@@ -140,6 +117,7 @@ class Case:
         self.flags: List[str] = list(self.test.get("flags", []))
         self.valid: bool = self.test.get("result") == "valid"
         self.verdict: Optional[Verdict] = None
+        self.unsupported = False
         self._split: Optional[tuple] = None
         self._layout = None
 
@@ -188,6 +166,7 @@ class Case:
             outputs = port(self)
         except Unsupported as e:
             import pytest
+            self.unsupported = True  # §CONF.4 answered, as `unsupported`: a claim not made
             pytest.skip(f"unsupported: {e}")
         except Exception as e:  # noqa: BLE001 - any refusal of the port counts (§CONF.2 refused)
             v = self.judge(refused=f"{type(e).__name__}: {e}")
@@ -236,6 +215,14 @@ def random_cases(suite: str, seed: int, n: int, type: Optional[str] = None) -> L
         for t in g["tests"]:
             out.append(Case(suite, g, t, notes, label=f"random:{suite}", doc=doc))
     return out
+
+
+def random_case(suite: str, seed: int, index: int) -> Case:
+    """§CONF.7 Case ``index`` (1-based, its tcId) alone: the case ``engram conform --random N --seed seed`` sends
+    there for any N >= index, drawn when it is asked for."""
+    doc = json.loads(_core.random_case_doc(suite, int(seed), int(index)))
+    g = doc["testGroups"][0]
+    return Case(suite, g, g["tests"][0], doc.get("notes", {}), label=f"random:{suite}", doc=doc)
 
 
 def write_failures(out_dir: str, failing: List[Case]) -> str:

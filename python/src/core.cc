@@ -23,11 +23,16 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/vector.h>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "conformance/runner/judge.h"
+#include "conformance/runner/random_run.h"
+#include "conformance/runner/report.h"
+#include "conformance/runner/runner.h"
+#include "conformance/runner/shard.h"
 #include "reference/config.h"
 #include "reference/fusion.h"
 #include "reference/hash.h"
@@ -281,6 +286,84 @@ std::string RandomDoc(const std::string& suite, uint64_t seed, int64_t count) {
   return engram::vectors::Serialize(doc);
 }
 
+// §CONF.7 Case `index` (1-based) of `suite` under `seed` alone, as a vector
+// document of one test whose tcId is `index`: what engram conform --random
+// sends as that case, drawn when a test needs it (the pytest plugin).
+std::string RandomCaseDoc(const std::string& suite, uint64_t seed, int64_t index) {
+  const engram::vectors::RandomSuite* gen = engram::vectors::FindRandomSuite(suite);
+  if (gen == nullptr) throw engram::Error("suite " + suite + ": no random generator");
+  if (index < 1) throw engram::Error("index: must be >= 1, got " + std::to_string(index));
+  engram::vectors::RandomCase c;
+  {
+    nb::gil_scoped_release release;
+    c = engram::vectors::DrawCase(*gen, seed, index - 1);
+  }
+  const std::string origin = " of seed " + std::to_string(seed) + " (" + engram::vectors::kRandomVersion + ", spec " +
+                             engram::vectors::kSpecVersion + ")";
+  ojson doc = engram::vectors::RandomCasesDoc(*gen, {c}, {"random case " + std::to_string(index) + origin},
+                                              {"Random case " + std::to_string(index) + origin + " (spec/conformance.md §CONF.7)."});
+  doc["testGroups"][0]["tests"][0]["tcId"] = index;
+  return engram::vectors::Serialize(doc);
+}
+
+// §CONF.7 The types of cases 1 ... n of `suite` under `seed`, each case drawn
+// and dropped (the pytest plugin keeps a type per case, not the case).
+std::vector<std::string> RandomTypes(const std::string& suite, uint64_t seed, int64_t n) {
+  const engram::vectors::RandomSuite* gen = engram::vectors::FindRandomSuite(suite);
+  if (gen == nullptr) throw engram::Error("suite " + suite + ": no random generator");
+  std::vector<std::string> types;
+  nb::gil_scoped_release release;
+  engram::vectors::CaseStream stream(*gen, seed, n, engram::vectors::DefaultCaseThreads());
+  engram::vectors::RandomCase c;
+  while (stream.Next(c)) types.push_back(c.type);
+  return types;
+}
+
+// §CONF.4 The run-level and suite-level problems of a pytest session, decided
+// by engram conform's rule (report.cc DecideScope) from every case's outcome:
+// [(label, status, reason, valid, trivial), ...]; `random` is
+// --engram-random N.
+std::vector<std::string> SessionProblems(const std::vector<std::tuple<std::string, std::string, std::string, bool, bool>>& outcomes,
+                                         int64_t random) {
+  engram::conform::Verdict v;
+  engram::conform::Scope scope;
+  scope.random_cases = random;
+  std::set<std::string> fixed;
+  for (const auto& [label, status, reason, valid, trivial] : outcomes) {
+    engram::conform::TestResult r;
+    r.suite = label;
+    r.status = status;
+    r.reason = reason;
+    r.valid = valid;
+    r.trivial = trivial;
+    v.suites[label].Add(r);
+    if (label.rfind("random:", 0) == 0) {
+      ++scope.random_asked;
+    } else {
+      fixed.insert(label);
+    }
+  }
+  for (const auto& [label, c] : v.suites) v.total.Merge(c);
+  v.tested = v.total.tested;
+  v.trivial = v.total.trivial;
+  scope.vector_suites.assign(fixed.begin(), fixed.end());
+  if (scope.random_asked == 0) scope.random_cases = 0;  // --engram-random N with no random test collected: not a run of them
+  engram::conform::DecideScope(scope, v);
+  std::vector<std::string> out = v.problems;
+  for (const auto& [label, list] : v.suite_problems) {
+    for (const std::string& p : list) out.push_back(label + ": " + p);
+  }
+  return out;
+}
+
+// The environment as the shard rules read it.
+std::function<std::optional<std::string>(const char*)> EnvOf(const std::map<std::string, std::string>& env) {
+  return [env](const char* name) -> std::optional<std::string> {
+    const auto it = env.find(name);
+    return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+}
+
 }  // namespace
 
 NB_MODULE(_core, m) {
@@ -493,4 +576,35 @@ NB_MODULE(_core, m) {
   m.def("released_set", &engram::vectors::ReleasedSet, "manifest_sha256"_a);
   m.def("vectors_kind", [](const std::string& sha) { return engram::vectors::ClassifySet(sha).Describe(); },
         "manifest_sha256"_a);
+
+  // §CONF.4 The vectors as engram conform checks them before a run: (manifest
+  // digest, released set or None, {suite: document text}).
+  m.def("check_vectors", [](const std::string& dir) {
+    engram::conform::CheckedVectors v;
+    {
+      nb::gil_scoped_release release;
+      v = engram::conform::CheckVectorsDirectory(dir);
+    }
+    std::map<std::string, std::string> texts;
+    for (const auto& [name, doc] : v.suites) texts[name] = doc.dump();
+    return std::make_tuple(v.manifest_sha256, v.released, texts);
+  }, "dir"_a);
+  // §CONF.9 The shard of `engram conform`, from the same rules (shard.cc):
+  // the options (as text, or None), else the environment given.
+  m.def("choose_shard", [](std::optional<std::string> index, std::optional<std::string> count,
+                           const std::map<std::string, std::string>& env) {
+    std::optional<int64_t> i, n;
+    if (index) i = engram::conform::ShardNumber("--engram-shard-index", *index);
+    if (count) n = engram::conform::ShardNumber("--engram-shard-count", *count);
+    const engram::conform::Shard s = engram::conform::ChooseShard(i, n, EnvOf(env));
+    return std::make_tuple(s.index, s.count, s.source);
+  }, "index"_a.none(), "count"_a.none(), "env"_a);
+  m.def("touch_shard_status_file", [](const std::map<std::string, std::string>& env) {
+    engram::conform::TouchShardStatusFile(EnvOf(env));
+  }, "env"_a);
+  m.def("decimal_in", &engram::conform::DecimalIn, "name"_a, "value"_a, "lo"_a, "hi"_a);
+  m.def("check_save_failures", [](const std::string& dir) { engram::conform::CheckSaveFailures(dir); }, "dir"_a);
+  m.def("random_case_doc", &RandomCaseDoc, "suite"_a, "seed"_a, "index"_a);
+  m.def("random_types", &RandomTypes, "suite"_a, "seed"_a, "n"_a);
+  m.def("session_problems", &SessionProblems, "outcomes"_a, "random"_a);
 }

@@ -2,6 +2,7 @@
 saved failures the CLI replays, shards."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -140,4 +141,159 @@ def test_job_completion_index_takes_the_count_from_the_option(pytester):
         r = pytester.runpytest_subprocess(*plugin_args(), "--collect-only", "-q")
     finally:
         del os.environ["JOB_COMPLETION_INDEX"]
-    r.stderr.fnmatch_lines(["*JOB_COMPLETION_INDEX is set (1) but no shard count: pass --engram-shard-count N*"])
+    r.stderr.fnmatch_lines(["*JOB_COMPLETION_INDEX=1 is set but --engram-shard-count is not*"])
+
+
+# --- The same shard from the same environment (one C++ resolution, conformance/runner/shard.cc) ---------------
+
+SHARD_ENVS = [
+    {},
+    {"GTEST_SHARD_INDEX": "1", "GTEST_TOTAL_SHARDS": "3"},
+    {"GTEST_SHARD_INDEX": "1", "GTEST_TOTAL_SHARDS": "3", "TEST_SHARD_INDEX": "2", "TEST_TOTAL_SHARDS": "3"},
+    {"SLURM_ARRAY_TASK_ID": "4", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "6", "SLURM_ARRAY_TASK_STEP": "2",
+     "SLURM_ARRAY_TASK_COUNT": "4"},
+    {"SLURM_ARRAY_TASK_ID": "4", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "9", "SLURM_ARRAY_TASK_STEP": "1",
+     "SLURM_ARRAY_TASK_COUNT": "3"},
+    {"CIRCLE_NODE_INDEX": "2", "CIRCLE_NODE_TOTAL": "3"},
+    # Before, the plugin read each of these as a number (int()) where conform refuses it.
+    {"GTEST_SHARD_INDEX": "1_0", "GTEST_TOTAL_SHARDS": "20"},
+    {"GTEST_SHARD_INDEX": "+1", "GTEST_TOTAL_SHARDS": "3"},
+    {"GTEST_SHARD_INDEX": "\u0661", "GTEST_TOTAL_SHARDS": "3"},
+    {"GTEST_SHARD_INDEX": "0", "GTEST_TOTAL_SHARDS": str(2**64)},
+    {"GTEST_SHARD_INDEX": "", "GTEST_TOTAL_SHARDS": ""},
+]
+
+
+def test_the_plugin_and_the_cli_resolve_the_same_shard(engram_cli, tmp_path):
+    from engram.pytest_plugin import resolve_shard
+    for env in SHARD_ENVS:
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("GTEST_", "TEST_", "SLURM_", "JOB_", "CIRCLE_"))}
+        r = subprocess.run([engram_cli, "conform", "--vectors", str(tmp_path / "none"), "--exec", "true"],
+                           env=dict(base, **env), capture_output=True, text=True)
+        try:
+            plugin = resolve_shard(None, None, env)
+        except engram.Error as e:
+            plugin = str(e)
+        first = r.stderr.splitlines()[0] if r.stderr else ""
+        if isinstance(plugin, str):  # refused by both, with the same words (each naming its own options)
+            assert first == "engram conform: " + plugin.replace("--engram-shard-", "--shard-"), (env, r.stderr)
+        elif plugin[1] == 1:
+            assert "shard" not in first, (env, r.stderr)
+        else:
+            assert first == f"engram conform: shard {plugin[0]} of {plugin[1]} (from {plugin[2]})", (env, r.stderr)
+
+
+# --- As strict as engram conform (§CONF.4) ---------------------------------------------------------------------
+
+def test_a_session_that_tests_nothing_fails_and_an_unjudged_case_fails(pytester):
+    pytester.makepyfile(test_port="""
+import engram
+from engram.vectors import Unsupported
+
+def refuse_to_compute(case):
+    raise Unsupported("no")
+
+@engram.cases("layout")
+def test_unsupported(engram_case):
+    engram_case.check(refuse_to_compute)
+
+@engram.cases("layout", type="LayoutTest")
+def test_unjudged(engram_case):
+    assert engram_case.type == "LayoutTest"   # takes the case, never judges it
+""")
+    r = pytester.runpytest_subprocess(*plugin_args(), "-q", "-p", "no:cacheprovider")
+    n = counts("layout", "LayoutTest")
+    r.assert_outcomes(skipped=n, failed=n)  # before: n skipped, n passed, exit 0
+    assert r.ret == 1
+    r.stdout.fnmatch_lines(["*the test took engram_case but never judged it*", "engram: FAILED: nothing was tested*"])
+
+
+def test_a_suite_answered_only_unsupported_fails_though_another_is_tested(pytester):
+    pytester.makepyfile(test_port=REFERENCE_PORT.format(bug="") + """
+from engram.vectors import Unsupported
+
+def refuse_to_compute(case):
+    raise Unsupported("no")
+
+@engram.cases("layout")
+def test_layout(engram_case):
+    engram_case.check(refuse_to_compute)
+""")
+    r = pytester.runpytest_subprocess(*plugin_args(), "-q", "-p", "no:cacheprovider")
+    assert r.ret == 1  # every test passed or skipped; before: exit 0
+    r.stdout.fnmatch_lines(["engram: FAILED: layout: answered by the implementation, but no non-trivial valid test*"])
+
+
+@pytest.mark.parametrize("args,why", [
+    (["--engram-random", "0x10"], "--engram-random 0x10: must be a decimal integer in [0, 100000]"),
+    (["--engram-random", "1000000"], "--engram-random 1000000: must be a decimal integer in [0, 100000]"),
+    (["--engram-save-failures", "/proc/engram-failures"], "--save-failures /proc/engram-failures: cannot create"),
+])
+def test_options_are_checked_before_the_run(pytester, args, why):
+    pytester.makepyfile(test_port=REFERENCE_PORT.format(bug=""))
+    r = pytester.runpytest_subprocess(*plugin_args(), "-q", *args)
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    assert why in r.stderr.str()
+    r.stdout.no_fnmatch_line("*passed*")
+
+
+def test_an_unknown_type_is_an_error(pytester):
+    pytester.makepyfile(test_port="""
+import engram
+
+@engram.cases("hash_v41", type="HashTst")
+def test_hash(engram_case):
+    engram_case.check(lambda c: {"rows": []})
+""")
+    r = pytester.runpytest_subprocess(*plugin_args(), "-q")
+    assert r.ret == pytest.ExitCode.INTERRUPTED  # an error at collection; before: 1 skipped, exit 0
+    assert "type='HashTst'): the suite has no test of that type (its types: HashStateTest, HashTest)" in r.stdout.str()
+
+
+def test_random_cases_are_drawn_a_test_at_a_time():
+    from engram.pytest_plugin import _RandomRef, case_params
+    params = case_params("hash_v41", "HashTest", 40, 3)
+    randoms = [p for p in params if not isinstance(p, engram.vectors.Case)]
+    assert randoms and all(isinstance(p, _RandomRef) for p in randoms)  # collected as (suite, seed, index) only
+    eager = engram.random_cases("hash_v41", 3, 40, type="HashTest")
+    assert [p.id for p in randoms] == [c.id for c in eager]
+    drawn = randoms[-1].draw()
+    assert drawn.test == eager[-1].test and drawn.group == eager[-1].group
+
+
+def _vectors_copy(tmp_path, edit):
+    """The committed vectors with v1/hash_v41.json edited by `edit` (its text) and its manifest line re-signed."""
+    import hashlib
+    src = engram.vectors.directory()
+    dst = tmp_path / "vectors"
+    shutil.copytree(src, dst)
+    path = dst / "v1" / "hash_v41.json"
+    path.write_text(edit(path.read_text()))
+    manifest = dst / "MANIFEST.sha256"
+    lines = [(hashlib.sha256(path.read_bytes()).hexdigest() + "  v1/hash_v41.json") if ln.endswith("  v1/hash_v41.json")
+             else ln for ln in manifest.read_text().splitlines()]
+    manifest.write_text("\n".join(lines) + "\n")
+    return dst
+
+
+def test_the_vectors_are_checked_as_conform_checks_them(tmp_path):
+    from engram.vectors import _manifest
+    # A repeated "rows" key (Python's json keeps the last) and a set re-signed without its expected rows.
+    dup = _vectors_copy(tmp_path / "dup", lambda t: t.replace('"rows": [', '"rows": [], "rows": [', 1))
+    with pytest.raises(engram.Error, match="duplicate key 'rows'"):
+        _manifest(str(dup))
+    def no_rows(text):
+        doc = json.loads(text)
+        for g in doc["testGroups"]:
+            for t in g["tests"]:
+                t.pop("rows", None)
+        return json.dumps(doc, indent=1)
+    gone = _vectors_copy(tmp_path / "gone", no_rows)
+    with pytest.raises(engram.Error, match="v1/hash_v41.json"):
+        _manifest(str(gone))
+    # A FIFO listed in the manifest is refused, never opened blocking.
+    fifo_dir = _vectors_copy(tmp_path / "fifo", lambda t: t)
+    (fifo_dir / "v1" / "hash_v41.json").unlink()
+    os.mkfifo(fifo_dir / "v1" / "hash_v41.json")
+    with pytest.raises(engram.Error, match="FIFO"):
+        _manifest(str(fifo_dir))
