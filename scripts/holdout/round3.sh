@@ -102,9 +102,11 @@ line = b'{"outputs":{"rows":[' + b'1,' * 60000 + b'1]}}\n'
 while True:
     os.write(1, line)
 EOF
-check "runner: a flood of 120 KB answer lines during the fixed vectors stays under 128 MiB" bash -c "
+# The bound: the read-ahead (16 MiB, twice over while the buffer moves) and what is kept of the 1,238 failing
+# tests by design (§ERR.3: each answer cut to 64 KiB, about 77 MiB), beside the runner's own ~25 MiB.
+check "runner: a flood of 120 KB answer lines during the fixed vectors stays under 192 MiB" bash -c "
   /usr/bin/time -f '%M' -o rss.txt $cli conform --vectors $vec --exec 'python3 flood_err.py' --timeout 1 --accumulate-max 0 >/dev/null 2>&1
-  rss=\$(tail -n 1 rss.txt); echo \"peak RSS \$rss KiB\"; [ \"\$rss\" -lt 131072 ]"
+  rss=\$(tail -n 1 rss.txt); echo \"peak RSS \$rss KiB\"; [ \"\$rss\" -lt 196608 ]"
 for opt in "--accumulate-timeout -nan" "--timeout 1e-999" "--max-timeouts 0x3" "--shard-count 1e2 --shard-index 0" "--random 5 --random-seconds inf"; do
   # shellcheck disable=SC2086
   check "runner: numeric option $opt refused (exit 105)" expect_exit 105 "${opt%% *}" "$cli" conform --vectors "$vec" --lib "$plugin" $opt
