@@ -892,8 +892,8 @@ void WriteReports(const Options& options, const json& hello, const Claims& claim
 
 }  // namespace
 
-CheckedVectors CheckVectorsDirectory(const std::filesystem::path& dir) {
-  Vectors v = LoadVectors(dir, {});
+CheckedVectors CheckVectorsDirectory(const std::filesystem::path& dir, const std::set<std::string>& judged) {
+  Vectors v = LoadVectors(dir, judged);
   CheckedVectors out{v.manifest_sha256, v.released, {}};
   for (SuiteFile& f : v.suites) out.suites.emplace(f.name, std::move(f.doc));
   return out;

@@ -90,7 +90,10 @@ struct CheckedVectors {
   std::optional<std::string> released;  // the released set it is (§VEC.13), if any
   std::map<std::string, nlohmann::ordered_json> suites;  // v1/<name>.json -> its document, key order kept
 };
-CheckedVectors CheckVectorsDirectory(const std::filesystem::path& dir);
+// `judged`: the suites checked against their schemas and for expected
+// outputs (as --suite selects them for conform; empty: every suite); the
+// others are digest-checked, parsed and shape-checked only.
+CheckedVectors CheckVectorsDirectory(const std::filesystem::path& dir, const std::set<std::string>& judged);
 
 // Runs the whole conformance check; prints the summary to `out`; returns the
 // process exit status of §CONF.4: 0 when the verdict is OK (at least one test

@@ -113,8 +113,9 @@ def released_set(manifest_sha256: str) -> Optional[str]:
     """§VEC.13"""
 def vectors_kind(manifest_sha256: str) -> str:
     """§VEC.13"""
-def check_vectors(dir: str) -> Tuple[str, Optional[str], Dict[str, str]]:
-    """§CONF.4 (manifest sha256, released set or None, {suite: document text}), checked as engram conform checks them."""
+def check_vectors(dir: str, suites: List[str]) -> Tuple[str, Optional[str], List[str], Dict[str, str]]:
+    """§CONF.4 (manifest sha256, released set or None, every suite, {suite: document text} of `suites`), checked as
+    engram conform checks them (`suites` against their schemas too)."""
 def choose_shard(index: Optional[str], count: Optional[str], env: Dict[str, str]) -> Tuple[int, int, str]:
     """§CONF.9 item 1 (index, count, source), by engram conform's rules."""
 def touch_shard_status_file(env: Dict[str, str]) -> None:

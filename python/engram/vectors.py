@@ -37,11 +37,12 @@ def directory() -> Path:
 def _manifest(dir_: str) -> Dict[str, Any]:
     """§CONF.4, §VEC.9 The directory as ``engram conform`` checks it before a run, by the same C++ (the manifest's
     digests, regular files only, the spec version, every file against its schema, no valid test without expected
-    outputs, unique keys, bounded depth): a directory conform refuses is refused here, with its message."""
+    outputs, unique keys, bounded depth): a directory conform refuses is refused here, with its message. As
+    ``engram conform --suite`` does, a suite is checked against its schema when it is loaded (:func:`load`)."""
     if not Path(dir_).is_dir():
         raise Error(f"{dir_}: not a directory; ENGRAM_VECTORS must name a vectors directory holding MANIFEST.sha256")
-    sha, released, texts = _core.check_vectors(dir_)
-    return {"texts": texts, "sha256": sha, "released": released}
+    sha, released, names, _ = _core.check_vectors(dir_, [])
+    return {"suites": names, "sha256": sha, "released": released}
 
 
 def kind() -> str:
@@ -51,15 +52,15 @@ def kind() -> str:
 
 def suites() -> List[str]:
     """The suites of the vectors directory (v1/<suite>.json), sorted."""
-    return sorted(_manifest(str(directory()))["texts"])
+    return sorted(_manifest(str(directory()))["suites"])
 
 
 @functools.lru_cache(maxsize=None)
 def _load(dir_: str, suite: str) -> Dict[str, Any]:
-    texts = _manifest(dir_)["texts"]
-    if suite not in texts:
-        raise Error(f"suite {suite}: not in {dir_}/MANIFEST.sha256 (suites: {', '.join(sorted(texts))})")
-    return json.loads(texts[suite])
+    names = _manifest(dir_)["suites"]
+    if suite not in names:
+        raise Error(f"suite {suite}: not in {dir_}/MANIFEST.sha256 (suites: {', '.join(sorted(names))})")
+    return json.loads(_core.check_vectors(dir_, [suite])[3][suite])
 
 
 def load(suite: str) -> Dict[str, Any]:

@@ -8,6 +8,7 @@
 // JSON crosses the boundary as text (Python's json keeps key order, and
 // §CONF.4 compares in the vector file's key order); arrays cross as numpy
 // buffers.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -579,16 +580,25 @@ NB_MODULE(_core, m) {
 
   // §CONF.4 The vectors as engram conform checks them before a run: (manifest
   // digest, released set or None, {suite: document text}).
-  m.def("check_vectors", [](const std::string& dir) {
+  // `suites`: those checked against their schemas and returned (empty: none;
+  // every file is digest-checked and parsed either way).
+  m.def("check_vectors", [](const std::string& dir, const std::vector<std::string>& suites) {
     engram::conform::CheckedVectors v;
     {
       nb::gil_scoped_release release;
-      v = engram::conform::CheckVectorsDirectory(dir);
+      // LoadVectors judges every suite for an empty set: a name no suite has judges none.
+      std::set<std::string> judged(suites.begin(), suites.end());
+      if (judged.empty()) judged.insert("");
+      v = engram::conform::CheckVectorsDirectory(dir, judged);
     }
     std::map<std::string, std::string> texts;
-    for (const auto& [name, doc] : v.suites) texts[name] = doc.dump();
-    return std::make_tuple(v.manifest_sha256, v.released, texts);
-  }, "dir"_a);
+    std::vector<std::string> names;
+    for (const auto& [name, doc] : v.suites) {
+      names.push_back(name);
+      if (std::find(suites.begin(), suites.end(), name) != suites.end()) texts[name] = doc.dump();
+    }
+    return std::make_tuple(v.manifest_sha256, v.released, names, texts);
+  }, "dir"_a, "suites"_a);
   // §CONF.9 The shard of `engram conform`, from the same rules (shard.cc):
   // the options (as text, or None), else the environment given.
   m.def("choose_shard", [](std::optional<std::string> index, std::optional<std::string> count,

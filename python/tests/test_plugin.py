@@ -277,7 +277,7 @@ def _vectors_copy(tmp_path, edit):
 
 
 def test_the_vectors_are_checked_as_conform_checks_them(tmp_path):
-    from engram.vectors import _manifest
+    from engram.vectors import _manifest  # the directory: digests, files, parse
     # A repeated "rows" key (Python's json keeps the last) and a set re-signed without its expected rows.
     dup = _vectors_copy(tmp_path / "dup", lambda t: t.replace('"rows": [', '"rows": [], "rows": [', 1))
     with pytest.raises(engram.Error, match="duplicate key 'rows'"):
@@ -290,7 +290,7 @@ def test_the_vectors_are_checked_as_conform_checks_them(tmp_path):
         return json.dumps(doc, indent=1)
     gone = _vectors_copy(tmp_path / "gone", no_rows)
     with pytest.raises(engram.Error, match="v1/hash_v41.json"):
-        _manifest(str(gone))
+        engram.vectors._load(str(gone), "hash_v41")  # checked against its schema when it is loaded
     # A FIFO listed in the manifest is refused, never opened blocking.
     fifo_dir = _vectors_copy(tmp_path / "fifo", lambda t: t)
     (fifo_dir / "v1" / "hash_v41.json").unlink()
