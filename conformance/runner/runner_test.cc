@@ -799,6 +799,8 @@ TEST(Signals, ANormalEndEndsWhatThePortStartedOutsideItsGroup) {
   std::ofstream(daemon) << "sh -c 'echo $$ >>\"$0\"; exec sleep 300' \"$1\" </dev/null >/dev/null 2>&1 &\nexit 0\n";
   std::ofstream(script) << "for i in 1 2; do setsid sh -c 'echo $$ >>\"$0\"; exec sleep 300' '" << pids.string() << "' </dev/null >/dev/null 2>&1 & done\n"
                            "setsid sh '" << daemon.string() << "' '" << pids.string() << "' </dev/null >/dev/null 2>&1 &\n"
+                           // all three running (their pids written) before the run goes on
+                           "while [ \"$(cat '" << pids.string() << "' 2>/dev/null | wc -l)\" -lt 3 ]; do sleep 0.05; done\n"
                            "while read -r l; do case \"$l\" in\n"
                            "  *hello*) echo '{\"protocol\":1,\"name\":\"p\",\"suites\":[\"multipliers\"],\"profiles\":[\"v4.1\"]}' ;;\n"
                            "  *bye*) exit 0 ;;\n"
