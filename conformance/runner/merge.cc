@@ -441,18 +441,11 @@ std::string CountsText(const Counts& c) {
   return CountsJson(c).dump();
 }
 
-// §CONF.9 item 4 Every field of a shard record, with the types and bounds the
-// runner writes, and its counts against what it lists and what it ran.
-void CheckShard(ShardFile& s) {
-  const Fields f{s.name};
-  const json& rec = s.head["shard"];
-  s.index = f.Count(rec, "shard", "index");
-  s.count = f.Count(rec, "shard", "count");
-  if (s.count < 1 || s.count > (int64_t{1} << 20) || s.index >= s.count) {
-    Bad(s.name, "shard", "index " + std::to_string(s.index) + " of " + std::to_string(s.count) + " is not a shard");
-  }
+// §CONF.9 item 4 The parts of a shard record, each checked with the types and
+// bounds the runner writes (CheckShard below puts them together).
+// The work: this build's versions, and a vectors kind that is its digest's.
+const json& CheckWork(const ShardFile& s, const Fields& f, const json& rec) {
   f.String(rec, "shard", "source");
-  // The work: this build's versions, and a vectors kind that is its digest's.
   const json& w = f.Object(rec, "shard", "work");
   const std::string spec = f.String(w, "shard.work", "specVersion"), generator = f.String(w, "shard.work", "generator");
   if (spec != vectors::kSpecVersion || generator != vectors::kRandomVersion) {
@@ -487,9 +480,11 @@ void CheckShard(ShardFile& s) {
   } catch (const Error& e) {
     Bad(s.name, "shard.work.implementation", e.what());
   }
-  f.Strings(f.Array(rec, "shard", "vectorSuites"), "shard.vectorSuites");
-  const int64_t random_asked = f.Count(rec, "shard", "randomAsked");
-  // The ranges it ran, and its requests.
+  return w;
+}
+
+// The ranges it ran, and its requests.
+void CheckRanges(ShardFile& s, const Fields& f, const json& rec) {
   for (const auto& [label, r] : f.Object(rec, "shard", "cases").items()) {
     const std::string where = "shard.cases." + label;
     const int64_t b = f.Count(r, where, "begin"), e = f.Count(r, where, "end"), n = f.Count(r, where, "requests");
@@ -499,8 +494,11 @@ void CheckShard(ShardFile& s) {
     s.ranges[label] = {b, e};
     s.requests[label] = n;
   }
-  // The counts: possible, within the ranges, and what the listed results say.
-  const bool random_run = w["casesPerSuite"].get<int64_t>() > 0;
+}
+
+// The counts: possible, within the ranges, and what the listed results say;
+// every listed tcId in the range of its shard.
+void CheckCounts(ShardFile& s, const Fields& f, const json& rec, bool random_run) {
   for (const auto& [label, cj] : f.Object(rec, "shard", "counts").items()) {
     const std::string where = "shard.counts." + label;
     const Counts c = CheckedCounts(f, cj, where);
@@ -547,10 +545,10 @@ void CheckShard(ShardFile& s) {
                                  " ... " + std::to_string(e) + ")");
     }
   }
-  // Problems found while running.
-  for (const auto& [label, list] : f.Object(rec, "shard", "runProblems").items()) f.Strings(list, "shard.runProblems." + label);
-  f.Strings(f.Array(rec, "shard", "problems"), "shard.problems");
-  // The failing recipes: of suites with a generator, of cases of the range.
+}
+
+// The failing recipes: of suites with a generator, of cases of the range.
+void CheckFailing(ShardFile& s, const Fields& f, const json& rec, const json& w) {
   for (const auto& [suite, list] : f.Object(rec, "shard", "failing").items()) {
     const std::string where = "shard.failing." + suite;
     if (vectors::FindRandomSuite(suite) == nullptr) Bad(s.name, where, "no random generator for suite " + suite);
@@ -567,8 +565,11 @@ void CheckShard(ShardFile& s) {
       if (c < range->second.first + 1 || c > range->second.second) Bad(s.name, at + ".case", std::to_string(c) + " is outside the shard's range");
     }
   }
-  // §CONF.8 the fixed vectors per suite and profile: possible, the share's
-  // size, and what the listed results say.
+}
+
+// §CONF.8 the fixed vectors per suite and profile: possible, the share's
+// size, and what the listed results say.
+void CheckLevelTally(ShardFile& s, const Fields& f, const json& rec) {
   for (const auto& [suite, profiles] : f.Object(rec, "shard", "levelTally").items()) {
     if (!profiles.is_object()) Bad(s.name, "shard.levelTally." + suite, "must be an object");
     int64_t tests = 0;
@@ -598,7 +599,10 @@ void CheckShard(ShardFile& s) {
       }
     }
   }
-  // §CONF.7 the random report: its figures are the counts'.
+}
+
+// §CONF.7 the random report: its figures are the counts'.
+void CheckRandomReport(ShardFile& s, const Fields& f, bool random_run, int64_t random_asked) {
   const json& random = s.head.contains("random") ? s.head["random"] : json();
   if (random_run) {
     if (!random.is_object()) Bad(s.name, "random", "missing in a run with --random");
@@ -627,6 +631,30 @@ void CheckShard(ShardFile& s) {
   } else if (!random.is_null() || random_asked != 0) {
     Bad(s.name, "random", "random cases in a run without --random");
   }
+}
+
+// §CONF.9 item 4 Every field of a shard record, with the types and bounds the
+// runner writes, and its counts against what it lists and what it ran.
+void CheckShard(ShardFile& s) {
+  const Fields f{s.name};
+  const json& rec = s.head["shard"];
+  s.index = f.Count(rec, "shard", "index");
+  s.count = f.Count(rec, "shard", "count");
+  if (s.count < 1 || s.count > (int64_t{1} << 20) || s.index >= s.count) {
+    Bad(s.name, "shard", "index " + std::to_string(s.index) + " of " + std::to_string(s.count) + " is not a shard");
+  }
+  const json& w = CheckWork(s, f, rec);
+  f.Strings(f.Array(rec, "shard", "vectorSuites"), "shard.vectorSuites");
+  const int64_t random_asked = f.Count(rec, "shard", "randomAsked");
+  CheckRanges(s, f, rec);
+  const bool random_run = w["casesPerSuite"].get<int64_t>() > 0;
+  CheckCounts(s, f, rec, random_run);
+  // Problems found while running.
+  for (const auto& [label, list] : f.Object(rec, "shard", "runProblems").items()) f.Strings(list, "shard.runProblems." + label);
+  f.Strings(f.Array(rec, "shard", "problems"), "shard.problems");
+  CheckFailing(s, f, rec, w);
+  CheckLevelTally(s, f, rec);
+  CheckRandomReport(s, f, random_run, random_asked);
 }
 
 // §CONF.9 item 4 The refusals: the files must be every shard of one run,
@@ -963,6 +991,43 @@ std::string UtcNow() {
   return text;
 }
 
+// §CONF.8 with --vectors, the tallies add up to the tests of the files.
+void CheckVectorTallies(const MergeOptions& o, Verdict& v) {
+  if (o.vectors.empty()) return;
+  for (const auto& [suite, profiles] : FileTallies(o.vectors)) {
+    for (const auto& [profile, n] : profiles) {
+      const int64_t have = v.tallies.count(suite) && v.tallies[suite].count(profile) ? v.tallies[suite][profile].tests : 0;
+      if (have != n) {
+        throw Error("--vectors " + o.vectors.string() + ": " + suite + " holds " + std::to_string(n) + " test(s) of " +
+                    (profile.empty() ? std::string("no profile") : "profile " + profile) + ", the shards count " + std::to_string(have));
+      }
+    }
+  }
+}
+
+// §CONF.8 The merged run's verdict record (report merge --verdict-json).
+void WriteMergedVerdict(const MergeOptions& o, const json& work, const Scope& scope, const LevelScope& level_scope,
+                        const std::vector<const ShardFile*>& ordered, const Verdict& v,
+                        const std::vector<LevelOutcome>& levels) {
+  const std::vector<std::string> names = vectors::SuiteNames();
+  const Claims claims = CheckHello(work["implementation"], std::set<std::string>(names.begin(), names.end()));
+  RunRecord run;
+  for (const json& x : work["suites"]) run.suites.insert(x.get<std::string>());
+  run.profile = work["profile"];
+  for (const json& x : work["features"]) run.features.insert(x.get<std::string>());
+  run.expect_fail = !work["expectFailSha256"].get<std::string>().empty();
+  run.random_only = scope.random_only;
+  run.random_cases = scope.random_cases;
+  run.seed = level_scope.seed;
+  run.seed_drawn = level_scope.seed_drawn;
+  if (level_scope.seed_drawn && ordered.size() > 1) {
+    for (const ShardFile* s : ordered) run.shard_seeds.push_back(s->head["shard"]["work"]["seed"].get<uint64_t>());
+  }
+  TempFile target(o.verdict_json);
+  target.Write(VerdictRecord(claims, run, v, levels, UtcNow()).dump(1) + "\n");
+  target.CommitAs(o.verdict_json);
+}
+
 }  // namespace
 
 int MergeReports(const MergeOptions& o, std::ostream& out) {
@@ -1038,18 +1103,7 @@ int MergeReports(const MergeOptions& o, std::ostream& out) {
       }
     }
   }
-  // §CONF.8 with --vectors, the tallies add up to the tests of the files.
-  if (!o.vectors.empty()) {
-    for (const auto& [suite, profiles] : FileTallies(o.vectors)) {
-      for (const auto& [profile, n] : profiles) {
-        const int64_t have = v.tallies.count(suite) && v.tallies[suite].count(profile) ? v.tallies[suite][profile].tests : 0;
-        if (have != n) {
-          throw Error("--vectors " + o.vectors.string() + ": " + suite + " holds " + std::to_string(n) + " test(s) of " +
-                      (profile.empty() ? std::string("no profile") : "profile " + profile) + ", the shards count " + std::to_string(have));
-        }
-      }
-    }
-  }
+  CheckVectorTallies(o, v);
   CaseDigest all;
   for (const auto& [label, d] : digests) {
     cases[label]["requests"] = d.cases;
@@ -1107,25 +1161,7 @@ int MergeReports(const MergeOptions& o, std::ostream& out) {
                     {"failing", failing}, {"levelTally", TalliesJson(v.tallies)}, {"merged", merged},
                     {"requests", all.cases}, {"sha256Sum", all.Hex()}};
 
-  if (!o.verdict_json.empty()) {
-    const std::vector<std::string> names = vectors::SuiteNames();
-    const Claims claims = CheckHello(work["implementation"], std::set<std::string>(names.begin(), names.end()));
-    RunRecord run;
-    for (const json& x : work["suites"]) run.suites.insert(x.get<std::string>());
-    run.profile = work["profile"];
-    for (const json& x : work["features"]) run.features.insert(x.get<std::string>());
-    run.expect_fail = !work["expectFailSha256"].get<std::string>().empty();
-    run.random_only = scope.random_only;
-    run.random_cases = scope.random_cases;
-    run.seed = level_scope.seed;
-    run.seed_drawn = level_scope.seed_drawn;
-    if (level_scope.seed_drawn && shards.size() > 1) {
-      for (const ShardFile* s : ordered) run.shard_seeds.push_back(s->head["shard"]["work"]["seed"].get<uint64_t>());
-    }
-    TempFile target(o.verdict_json);
-    target.Write(VerdictRecord(claims, run, v, levels, UtcNow()).dump(1) + "\n");
-    target.CommitAs(o.verdict_json);
-  }
+  if (!o.verdict_json.empty()) WriteMergedVerdict(o, work, scope, level_scope, ordered, v, levels);
   WriteMergedReports(o, shards.front().head, streams, v);
   PrintSummary(streams.shown, v, "", out);
   return v.Ok() ? 0 : 1;

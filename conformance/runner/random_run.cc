@@ -305,6 +305,42 @@ void RecordFailure(const Options& o, Peer& peer, const Claims& claims, const vec
   out.results.push_back(std::move(f));
 }
 
+// §CONF.2 Draws cases into the window until it holds kWindow or the share is
+// drawn; a generator error ends the drawing (the case carries it).
+void FillWindow(const Options& o, const Claims& claims, const vectors::RandomSuite& gen, vectors::CaseStream& stream,
+                std::deque<Pending>& window, std::vector<vectors::RandomCase>& spent, int64_t& next_draw, int64_t end,
+                bool& draw_failed) {
+  while (!draw_failed && next_draw < end && static_cast<int64_t>(window.size()) < kWindow) {
+    Pending& p = window.emplace_back();
+    p.index = next_draw++;
+    if (!spent.empty()) {  // Next() hands a spent case back to the stream's threads to free
+      p.c = std::move(spent.back());
+      spent.pop_back();
+    }
+    try {
+      stream.Next(p.c);
+    } catch (const Error& e) {  // a generator bug: say so, never skip quietly
+      p.generator_error = e.what();
+      draw_failed = true;
+      break;
+    }
+    p.in_scope = InScope(o, claims, p.c);
+    // The case's test as it is: its tcId is the result's (PrepareTest), its
+    // flags none, like the test object Ask builds (TestOf).
+    if (p.in_scope) p.prepared = PrepareTest(gen.suite, Label(gen.suite), p.index + 1, p.c.group, p.c.test);
+  }
+}
+
+// §CONF.7 A failing case beyond --max-shrunk: kept and counted as it failed, not shrunk.
+void KeepUnshrunk(const Options& o, const vectors::RandomSuite& gen, int64_t i, const vectors::RandomCase& c, TestResult f,
+                  RandomRun& out) {
+  f.tc_id = i + 1;
+  f.detail = "random case " + std::to_string(i + 1) + " of seed " + std::to_string(o.random_seed) + " (" + c.type +
+             "): " + c.size + ", not shrunk (--max-shrunk " + std::to_string(o.max_shrunk) + ")\n" + f.detail;
+  out.counts[Label(gen.suite)].Add(f);
+  out.results.push_back(std::move(f));
+}
+
 RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ostream& progress) {
   RandomRun out;
   out.report = {{"seed", o.random_seed}, {"casesPerSuite", o.random_cases}, {"generator", vectors::kRandomVersion},
@@ -348,25 +384,7 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
                              : Clock::time_point::max();
     int64_t abandoned = 0;  // requests written ahead and not waited for at the budget
     while (stopped.empty()) {
-      while (!draw_failed && next_draw < end && static_cast<int64_t>(window.size()) < kWindow) {
-        Pending& p = window.emplace_back();
-        p.index = next_draw++;
-        if (!spent.empty()) {  // Next() hands a spent case back to the stream's threads to free
-          p.c = std::move(spent.back());
-          spent.pop_back();
-        }
-        try {
-          stream.Next(p.c);
-        } catch (const Error& e) {  // a generator bug: say so, never skip quietly
-          p.generator_error = e.what();
-          draw_failed = true;
-          break;
-        }
-        p.in_scope = InScope(o, claims, p.c);
-        // The case's test as it is: its tcId is the result's (PrepareTest), its
-        // flags none, like the test object Ask builds (TestOf).
-        if (p.in_scope) p.prepared = PrepareTest(gen.suite, Label(gen.suite), p.index + 1, p.c.group, p.c.test);
-      }
+      FillWindow(o, claims, gen, stream, window, spent, next_draw, end, draw_failed);
       if (window.empty()) break;
       if (Clock::now() >= deadline) {
         stop_suite("--random-seconds");
@@ -409,13 +427,7 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
         // after the first bug reports how often it recurs without shrinking every instance)
         ++failures;
         ++unshrunk;
-        TestResult f = r;
-        f.tc_id = i + 1;
-        f.detail = "random case " + std::to_string(i + 1) + " of seed " + std::to_string(o.random_seed) + " (" +
-                   p.c.type + "): " + p.c.size + ", not shrunk (--max-shrunk " + std::to_string(o.max_shrunk) +
-                   ")\n" + f.detail;
-        out.counts[Label(gen.suite)].Add(f);
-        out.results.push_back(std::move(f));
+        KeepUnshrunk(o, gen, i, p.c, std::move(r), out);
       } else if (r.status == "fail") {
         ++failures;
         abandoned += ReceiveAll(o, peer, window, deadline);  // the answers ahead, read before shrinking asks anew
