@@ -478,6 +478,88 @@ ShortConvTrace ShortConvVariant(std::span<const double> value, size_t steps, con
 
 }  // namespace detail
 
+// §FUS.12 A fresh sequence: W rows of the zero padding, so that every tap of
+// the first steps reads +0 exactly as §FUS.7's padding does (W * 0 is formed).
+ShortConvState::ShortConvState(DemoParams params, size_t rollback_capacity, Precision p)
+    : q_(std::move(params)), capacity_(rollback_capacity), p_(p) {
+  q_.Check();
+  kept_.assign(WindowSteps() * q_.hc * q_.hidden, 0.0);
+}
+
+size_t ShortConvState::WindowSteps() const { return (q_.kernel - 1) * q_.dilation; }
+
+// §FUS.12 The exchanged form is the normed values themselves (TileOPs'
+// conv_state): they are used as they are, never normalized again.
+void ShortConvState::Import(std::span<const double> window) {
+  CheckSize(window.size(), WindowSteps() * q_.hc * q_.hidden, "ShortConv state [W][hc*hidden]");
+  kept_.assign(window.begin(), window.end());
+  depth_ = 0;  // an imported state holds no step before its window
+}
+
+ShortConvStateTrace ShortConvState::Run(std::span<const double> value, size_t steps) const {
+  const size_t H = q_.hidden, C = q_.hc * q_.hidden, K = q_.kernel;
+  CheckSize(value.size(), steps * C, "ShortConv input [steps][hc][hidden]");
+  ShortConvStateTrace s;
+  s.normed.assign(steps * C, 0.0);
+  s.window.assign(steps * K * C, 0.0);
+  s.conv.assign(steps * C, 0.0);
+  s.act.assign(steps * C, 0.0);
+  // The kept rows, then this call's normed rows: the sequence the taps read.
+  std::vector<double> rows = kept_;
+  const size_t first = kept_.size() / C;  // the row of this call's step 0 (>= W)
+  for (size_t t = 0; t < steps; ++t) {
+    for (size_t c = 0; c < q_.hc; ++c) {
+      RmsNormTrace n = RmsNorm(value.subspan(t * C + c * H, H), std::span(q_.conv_norm_w).subspan(c * H, H), norm_eps_, p_);
+      for (size_t j = 0; j < H; ++j) s.normed[t * C + c * H + j] = n.y[j];
+    }
+    rows.insert(rows.end(), s.normed.begin() + static_cast<ptrdiff_t>(t * C),
+                s.normed.begin() + static_cast<ptrdiff_t>((t + 1) * C));
+    const size_t now = first + t;
+    for (size_t ch = 0; ch < C; ++ch) {
+      double acc = 0.0;
+      for (size_t j = 0; j < K; ++j) {
+        // §FUS.7: the last tap is the present step, tap 0 the oldest; at least
+        // W rows precede `now`, so every tap reads a kept step or the padding.
+        const size_t back = (taps_reversed_ ? j : K - 1 - j) * q_.dilation;
+        const double n = rows[(now - back) * C + ch];
+        s.window[(t * K + j) * C + ch] = n;
+        acc = Round(acc + Round(q_.conv_w[ch * K + j] * n, p_), p_);
+      }
+      s.conv[t * C + ch] = acc;
+      s.act[t * C + ch] = Silu(acc, p_);
+    }
+  }
+  return s;
+}
+
+ShortConvStateTrace ShortConvState::Append(std::span<const double> value, size_t steps) {
+  ShortConvStateTrace s = Run(value, steps);
+  const size_t C = q_.hc * q_.hidden;
+  kept_.insert(kept_.end(), s.normed.begin(), s.normed.end());
+  // Keep W steps for the taps and `capacity` more for rollbacks (§HASH.6's depth).
+  const size_t keep = (WindowSteps() + capacity_) * C;
+  if (kept_.size() > keep) kept_.erase(kept_.begin(), kept_.end() - static_cast<ptrdiff_t>(keep));
+  depth_ = std::min(depth_ + steps, capacity_);
+  return s;
+}
+
+// §FUS.12 A rollback within the depth always finds the W steps before the new
+// end among the kept rows (kept >= W + depth); beyond it the reference refuses
+// (a policy, §HASH.6 item 3, which no vector tests).
+void ShortConvState::Rollback(size_t k) {
+  if (k > depth_) {
+    throw Error("ShortConv state: rollback by " + std::to_string(k) + " exceeds the rollback depth " +
+                std::to_string(depth_) + " (§FUS.12)");
+  }
+  kept_.resize(kept_.size() - k * q_.hc * q_.hidden);
+  depth_ -= k;
+}
+
+std::vector<double> ShortConvState::Window() const {
+  const size_t n = WindowSteps() * q_.hc * q_.hidden;
+  return std::vector<double>(kept_.end() - static_cast<ptrdiff_t>(n), kept_.end());
+}
+
 // §FUS.7 The demo layer: gates, value, ShortConv, output, residual add.
 DemoForwardTrace DemoForward(std::span<const double> e, std::span<const double> hidden, size_t steps,
                              const DemoParams& q, Precision p) {

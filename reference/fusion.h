@@ -223,6 +223,56 @@ struct ShortConvTrace {
 /// §FUS.7 ShortConv of `value` ([steps][hc][hidden]) with the layer's norm and conv weights.
 ShortConvTrace ShortConv(std::span<const double> value, size_t steps, const DemoParams& params, Precision p);
 
+/// §FUS.12 What one call of a carried ShortConv computed, for its `steps` steps.
+struct ShortConvStateTrace {
+  std::vector<double> normed;  ///< [steps][hc*hidden] the RMSNorm of each step's value
+  std::vector<double> window;  ///< [steps][kernel][hc*hidden] the normed value tap j read at each step
+  std::vector<double> conv;    ///< [steps][hc*hidden] Σ_j W[ch][j] · window[t][j][ch]
+  std::vector<double> act;     ///< [steps][hc*hidden] SiLU(conv): the output
+};
+
+/// §FUS.12 ShortConv carried across calls (prefill chunks, one-token decode
+/// steps, rollbacks), as decode kernels run it. The state keeps the normed
+/// values of the last W + rollback_capacity steps, W = (kernel - 1) * dilation;
+/// its exchanged form is the last W of them (+0 before the sequence's start).
+class ShortConvState {
+ public:
+  /// A fresh sequence (every kept step is the zero padding); throws on
+  /// inconsistent parameters.
+  ShortConvState(DemoParams params, size_t rollback_capacity, Precision p);
+  virtual ~ShortConvState() = default;
+  /// W, the steps of the exchanged form.
+  size_t WindowSteps() const;
+  /// §FUS.12 Replaces the state by the exchanged form of a sequence that began
+  /// elsewhere: [W][hc*hidden] normed values, oldest first. The rollback depth
+  /// becomes 0. Throws on a wrong length.
+  virtual void Import(std::span<const double> window);
+  /// §FUS.12 Consumes `steps` steps of value ([steps][hc][hidden]): each output
+  /// is §FUS.7's for the sequence consumed so far. Throws on a wrong length.
+  virtual ShortConvStateTrace Append(std::span<const double> value, size_t steps);
+  /// §FUS.12 Forgets the last k steps consumed; throws (state unchanged) when k
+  /// exceeds the rollback depth (§HASH.6's rule, counted in steps).
+  virtual void Rollback(size_t k);
+  /// §FUS.12 The exchanged form: the last W kept steps, oldest first.
+  std::vector<double> Window() const;
+  /// §FUS.12 The rollback depth: 0 when fresh or imported, min(d + n, c) after n
+  /// steps, max(d - k, 0) after a rollback by k.
+  size_t Depth() const { return depth_; }
+
+ protected:
+  /// One call's conv over the kept steps: tap j of step t reads the step
+  /// (kernel - 1 - j) * dilation back. Throws on a wrong length.
+  ShortConvStateTrace Run(std::span<const double> value, size_t steps) const;
+  // §FUS.7's choices, which a planted port changes (vectors/mutants_fusion.cc).
+  double norm_eps_ = kShortConvNormEps;  ///< the RMSNorm's eps
+  bool taps_reversed_ = false;  ///< tap j reads j dilations back (flag TapOrder)
+  DemoParams q_;
+  size_t capacity_;
+  Precision p_;
+  size_t depth_ = 0;
+  std::vector<double> kept_;  ///< [W + at most capacity][hc*hidden], oldest first
+};
+
 /// §FUS.7 The demo layer over a sequence: e [T][in], hidden [T][hc][hidden].
 struct DemoForwardTrace {
   std::vector<DemoTokenTrace> tokens;  ///< [T]

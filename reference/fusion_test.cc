@@ -373,6 +373,109 @@ RC_GTEST_PROP(FusionProperties, ShortConvIsCausal, ()) {
   }
 }
 
+// §FUS.12 Carried across calls. By hand: one channel, kernel 2, dilation 2 (W =
+// 2), taps 1 (tap 0, two steps back) and 2 (the present). A state imported as
+// the normed rows [a, b] makes the next step read a: conv = 1 * a + 2 * n.
+TEST(Demo, ConvStateImportedRowsAreReadAsTheyAre) {
+  DemoParams q = TinyDemo(1, 1, 1, 2, 2);
+  ShortConvState s(q, 0, k64);
+  ASSERT_EQ(s.WindowSteps(), 2u);
+  s.Import(std::vector<double>{3.0, 5.0});  // not normalized again: a raw value would be 1
+  const ShortConvStateTrace t = s.Append(std::vector<double>{2.0, -1.0}, 2);
+  const double n = 1.0 / std::sqrt(1.0 + 1e-5);  // RMSNorm of one value x is x / |x| * rsqrt(1 + eps / x^2)
+  const double n0 = 2.0 / std::sqrt(4.0 + 1e-5), n1 = -1.0 / std::sqrt(1.0 + 1e-5);
+  EXPECT_DOUBLE_EQ(t.normed[0], n0);
+  EXPECT_DOUBLE_EQ(t.normed[1], n1);
+  EXPECT_DOUBLE_EQ(t.conv[0], 3.0 + 2.0 * n0);  // step 0 reads the imported a = 3
+  EXPECT_DOUBLE_EQ(t.conv[1], 5.0 + 2.0 * n1);  // step 1 reads b = 5
+  EXPECT_EQ(t.window, (std::vector<double>{3.0, n0, 5.0, n1}));
+  EXPECT_EQ(s.Window(), (std::vector<double>{n0, n1}));
+  EXPECT_LT(std::fabs(n1 + n), 1e-15);
+}
+
+// §FUS.12 the depth rule of §HASH.6 in steps: a fresh or imported state rolls
+// back nothing; beyond the depth the reference refuses and keeps its state.
+TEST(Demo, ConvStateRollbackWithinTheDepthOnly) {
+  DemoParams q = TinyDemo(1, 2, 1, 3, 1);
+  ShortConvState s(q, 2, k32);
+  EXPECT_THROW(s.Rollback(1), Error);
+  s.Append(std::vector<double>(2 * 3, 0.5), 3);
+  EXPECT_EQ(s.Depth(), 2u);
+  const std::vector<double> before = s.Window();
+  EXPECT_THROW(s.Rollback(3), Error);
+  EXPECT_EQ(s.Window(), before);
+  s.Rollback(2);
+  EXPECT_EQ(s.Depth(), 0u);
+  EXPECT_THROW(s.Append(std::vector<double>(3, 0.5), 2), Error);  // 3 values for 2 steps of 2
+  EXPECT_THROW(s.Import(std::vector<double>(3, 0.0)), Error);     // W * hc * hidden = 4
+  ShortConvState one(TinyDemo(1, 1, 1, 1, 3), 0, k64);            // kernel 1: no state at all
+  EXPECT_EQ(one.WindowSteps(), 0u);
+  EXPECT_EQ(one.Append(std::vector<double>{2.0}, 1).act.size(), 1u);
+  EXPECT_TRUE(one.Window().empty());
+}
+
+// §FUS.12 Where a chunk starts is invisible: any cut of a sequence into calls
+// gives ShortConv's outputs bit for bit (both precisions), and the state after
+// is the last W normed rows (+0 before the start).
+RC_GTEST_PROP(FusionProperties, ConvStateChunksEqualTheWholeSequence, ()) {
+  const size_t hc = *rc::gen::inRange<size_t>(1, 3), hidden = *rc::gen::inRange<size_t>(1, 4);
+  const size_t kernel = *rc::gen::inRange<size_t>(1, 5), dilation = *rc::gen::inRange<size_t>(1, 4);
+  const size_t steps = *rc::gen::inRange<size_t>(0, 16), C = hc * hidden;
+  DemoParams q = TinyDemo(hc, hidden, 1, kernel, dilation);
+  auto taps = *rc::gen::container<std::vector<int>>(C * kernel, rc::gen::inRange(-8, 8));
+  for (size_t i = 0; i < taps.size(); ++i) q.conv_w[i] = taps[i] / 4.0;
+  auto ints = *rc::gen::container<std::vector<int>>(steps * C, rc::gen::inRange(-100, 100));
+  const std::vector<double> value(ints.begin(), ints.end());
+  for (Precision p : {k64, k32}) {
+    const ShortConvTrace whole = ShortConv(value, steps, q, p);
+    ShortConvState s(q, *rc::gen::inRange<size_t>(0, 4), p);
+    std::vector<double> act;
+    for (size_t t = 0; t < steps;) {
+      // A chunk of 1 ... the rest, now and then an empty call before it.
+      if (*rc::gen::inRange(0, 4) == 0) s.Append({}, 0);
+      const size_t n = *rc::gen::inRange<size_t>(1, steps - t + 1);
+      const ShortConvStateTrace c = s.Append(std::span(value).subspan(t * C, n * C), n);
+      act.insert(act.end(), c.act.begin(), c.act.end());
+      t += n;
+    }
+    RC_ASSERT(act == whole.act);
+    const size_t W = (kernel - 1) * dilation;
+    std::vector<double> last(W * C, 0.0);
+    for (size_t r = 0; r < W && r < steps; ++r) {
+      for (size_t ch = 0; ch < C; ++ch) last[(W - 1 - r) * C + ch] = whole.normed[(steps - 1 - r) * C + ch];
+    }
+    RC_ASSERT(s.Window() == last);
+  }
+}
+
+// §FUS.12 A rollback by k within the depth leaves the state of the sequence
+// without its last k steps: appends after it give the outputs of that
+// sequence, as if the rolled-back steps had never come.
+RC_GTEST_PROP(FusionProperties, ConvStateRollbackForgetsTheDraft, ()) {
+  const size_t kernel = *rc::gen::inRange<size_t>(1, 5), dilation = *rc::gen::inRange<size_t>(1, 4);
+  const size_t C = 2, capacity = *rc::gen::inRange<size_t>(1, 6);
+  DemoParams q = TinyDemo(1, 2, 1, kernel, dilation);
+  for (size_t i = 0; i < q.conv_w.size(); ++i) q.conv_w[i] = static_cast<double>(i % 5) - 2.0;
+  const size_t prefix = *rc::gen::inRange<size_t>(0, 10), draft = *rc::gen::inRange<size_t>(1, capacity + 1);
+  const size_t k = *rc::gen::inRange<size_t>(0, draft + 1), after = *rc::gen::inRange<size_t>(1, 6);
+  auto gen = [&](size_t n) {
+    auto ints = *rc::gen::container<std::vector<int>>(n * C, rc::gen::inRange(-50, 50));
+    return std::vector<double>(ints.begin(), ints.end());
+  };
+  const std::vector<double> a = gen(prefix), d = gen(draft), b = gen(after);
+  ShortConvState s(q, capacity, k32);
+  s.Append(a, prefix);
+  s.Append(d, draft);
+  s.Rollback(k);
+  const std::vector<double> got = s.Append(b, after).act;
+  std::vector<double> kept = a;
+  kept.insert(kept.end(), d.begin(), d.end() - static_cast<ptrdiff_t>(k * C));
+  kept.insert(kept.end(), b.begin(), b.end());
+  const size_t total = kept.size() / C;
+  const ShortConvTrace whole = ShortConv(kept, total, q, k32);
+  RC_ASSERT(got == std::vector<double>(whole.act.end() - static_cast<ptrdiff_t>(after * C), whole.act.end()));
+}
+
 // §FUS.9.1 SiLU is not monotone: its range over [lo, hi] holds SiLU of every
 // point of the interval (in float64 and as the float32 mirror rounds it), the
 // minimum -0.27846 included where the interval straddles x* = -1.27846.
