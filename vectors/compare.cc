@@ -220,6 +220,26 @@ std::vector<double> ConvTermsBound(const json& group, const json& intermediate) 
   }
   const double n_ops = static_cast<double>(kernel + (hidden + 1) / 2 + 5), u = std::ldexp(1.0, -24);
   const double gamma = n_ops * u / (1 - n_ops * u);
+  if (intermediate["float64"].contains("window")) {
+    // §FUS.12 ShortConvStateTest: the normed value each tap read, window[t][j][ch]
+    // (a step of an earlier call, of the imported state, or the padding's +0;
+    // every tap counts its underflow term, which only widens the bound).
+    const json& window = intermediate["float64"]["window"];
+    if (window.size() != normed.size() * kernel) return {};
+    std::vector<double> bound(normed.size());
+    for (size_t i = 0; i < normed.size(); ++i) {
+      const size_t t = i / channels, ch = i % channels;
+      double terms = 0, underflow = 0;
+      const double w_norm = std::fabs(FloatOf(norm_w[ch], "convNormWeight"));
+      for (size_t j = 0; j < kernel; ++j) {
+        const double w = FloatOf(taps[ch * kernel + j], "convWeight");
+        terms += std::fabs(w * FloatOf(window[(t * kernel + j) * channels + ch], "window"));
+        underflow += (std::fabs(w) * (1 + w_norm) + 1) * std::ldexp(1.0, -149);
+      }
+      bound[i] = 1.1 * (gamma * terms + underflow);
+    }
+    return bound;
+  }
   std::vector<double> bound(normed.size());
   for (size_t i = 0; i < normed.size(); ++i) {
     const size_t t = i / channels, ch = i % channels;
@@ -306,6 +326,25 @@ std::string CompareFaithfulBf16(const std::string& key, const json& expected, co
 
 // §FUS.9 Judges a float output against the group's tolerance rule. Returns ""
 // or a description of the first element outside it.
+// §FUS.12 `normTerms` (a state's normed values): per element the bound on any
+// float32 evaluation of the RMSNorm, γ_(⌈hidden/2⌉+5) |r| + (1 + |w|) 2^-149 (w
+// the channel's convNormWeight: the two rounded products may underflow), on
+// top of a · maxAbsVector. Empty when the group lacks the weights.
+std::vector<double> NormTermsBound(const json& group, const std::vector<double>& r) {
+  if (!group.contains("hidden") || !group.contains("convNormWeight")) return {};
+  const size_t hidden = group.at("hidden");
+  const json& norm_w = group.at("convNormWeight");
+  if (norm_w.empty()) return {};
+  const double n_ops = static_cast<double>((hidden + 1) / 2 + 5), u = std::ldexp(1.0, -24);
+  const double gamma = n_ops * u / (1 - n_ops * u);
+  std::vector<double> bound(r.size());
+  for (size_t i = 0; i < r.size(); ++i) {
+    const double w = std::fabs(FloatOf(norm_w[i % norm_w.size()], "convNormWeight"));
+    bound[i] = gamma * std::fabs(r[i]) + (1 + w) * std::ldexp(1.0, -149);
+  }
+  return bound;
+}
+
 std::string CompareTolerance(const std::string& type, const json& group, const json& rule, const std::string& key,
                              const json& expected, const json& actual) {
   if (rule.value("rule", "") == "faithfulBf16") return CompareFaithfulBf16(key, expected, actual);
@@ -354,6 +393,11 @@ std::string CompareTolerance(const std::string& type, const json& group, const j
     conv_bound = ConvTermsBound(group, expected.contains("intermediate") ? expected["intermediate"] : json());
     if (conv_bound.size() != r.size()) return key + ": the vector gives no float64 `normed` of " + std::to_string(r.size()) + " values for convTerms";
   }
+  std::vector<double> norm_bound;
+  if (scale == "normTerms") {
+    norm_bound = NormTermsBound(group, r);
+    if (norm_bound.size() != r.size()) return key + ": the group gives no convNormWeight for normTerms";
+  }
   const size_t vector_len = group.contains("hidden") && group["hidden"].is_number_unsigned() && group["hidden"].get<size_t>() > 0
                                 ? group["hidden"].get<size_t>()
                                 : r.size();
@@ -373,7 +417,7 @@ std::string CompareTolerance(const std::string& type, const json& group, const j
     double s = 1;
     if (scale == "absRef") {
       s = std::fabs(r[i]);
-    } else if (scale == "maxAbsVector" || scale == "convTerms") {
+    } else if (scale == "maxAbsVector" || scale == "convTerms" || scale == "normTerms") {
       // §FUS.9 the (position, stream) vector of `hidden` values the element belongs to.
       s = 0;
       const size_t begin = (i / vector_len) * vector_len;
@@ -382,6 +426,8 @@ std::string CompareTolerance(const std::string& type, const json& group, const j
       }
       // convTerms: plus the conv's reduction bound, a * S = a * max|r| + 1.1 gamma T.
       if (scale == "convTerms" && std::isfinite(conv_bound[i])) s += conv_bound[i] / a;
+      // normTerms: plus the RMSNorm's rounding bound (§FUS.12).
+      if (scale == "normTerms" && std::isfinite(norm_bound[i])) s += norm_bound[i] / a;
     } else if (scale == "gateSlope") {
       double delta = 0;
       if (i < dots.size()) {

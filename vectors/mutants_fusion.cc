@@ -20,7 +20,7 @@ const std::vector<FusionMutant>& AllFusionMutants() {
       FusionMutant::kSignGate,    FusionMutant::kWhereNegative, FusionMutant::kPlusEps,
       FusionMutant::kSkipMasked,  FusionMutant::kWkvBlock128,   FusionMutant::kDemoCopysign,
       FusionMutant::kGateNormEps, FusionMutant::kTapOrder,      FusionMutant::kConvNormEps,
-      FusionMutant::kNonFiniteActivation};
+      FusionMutant::kNonFiniteActivation, FusionMutant::kConvStateRestart, FusionMutant::kConvRollbackKept};
   return all;
 }
 
@@ -36,6 +36,8 @@ std::string FusionMutantFlag(FusionMutant m) {
     case FusionMutant::kTapOrder: return "TapOrder";
     case FusionMutant::kConvNormEps: return "ConvNormEps";
     case FusionMutant::kNonFiniteActivation: return "NonFiniteActivationAccepted";
+    case FusionMutant::kConvStateRestart: return "ConvStateRestart";
+    case FusionMutant::kConvRollbackKept: return "ConvRollbackKept";
   }
   return "";
 }
@@ -52,6 +54,8 @@ std::string FusionMutantBug(FusionMutant m) {
     case FusionMutant::kTapOrder: return "tap-order";
     case FusionMutant::kConvNormEps: return "conv-norm-eps";
     case FusionMutant::kNonFiniteActivation: return "non-finite-activation";
+    case FusionMutant::kConvStateRestart: return "conv-state-restart";
+    case FusionMutant::kConvRollbackKept: return "conv-rollback-kept";
   }
   return "";
 }
@@ -162,6 +166,51 @@ ShortConvTrace MutantShortConv(FusionMutant m, std::span<const double> value, si
   const detail::ShortConvTaps taps =
       m == FusionMutant::kTapOrder ? detail::ShortConvTaps::kFirstIsPresent : detail::ShortConvTaps::kLastIsPresent;
   return detail::ShortConvVariant(value, steps, q, p, eps, taps);
+}
+
+namespace {
+
+// §FUS.12 The reference's carried ShortConv (reference/fusion.cc) with one bug.
+class MutantConvState : public ShortConvState {
+ public:
+  MutantConvState(FusionMutant m, const DemoParams& q, size_t capacity, Precision p)
+      : ShortConvState(q, capacity, p), m_(m) {
+    if (m == FusionMutant::kConvNormEps) norm_eps_ = kFloat32Epsilon;
+    if (m == FusionMutant::kTapOrder) taps_reversed_ = true;
+  }
+  void Import(std::span<const double> window) override {
+    ShortConvState::Import(window);  // (checks the length as the reference does)
+    if (m_ == FusionMutant::kConvStateRestart) Restart();
+  }
+  ShortConvStateTrace Append(std::span<const double> value, size_t steps) override {
+    // A kernel without conv_state: every call is a sequence of its own.
+    if (m_ == FusionMutant::kConvStateRestart) Restart();
+    return ShortConvState::Append(value, steps);
+  }
+  void Rollback(size_t k) override {
+    // Restarting ports hold nothing to roll back; the kept-draft port accepts
+    // the rollback (within the depth, as the reference) and changes nothing.
+    if (m_ == FusionMutant::kConvStateRestart) return;
+    if (m_ == FusionMutant::kConvRollbackKept) {
+      if (k > depth_) ShortConvState::Rollback(k);  // refused as the reference refuses
+      return;
+    }
+    ShortConvState::Rollback(k);
+  }
+
+ private:
+  void Restart() {
+    kept_.assign(WindowSteps() * q_.hc * q_.hidden, 0.0);
+    depth_ = 0;
+  }
+  FusionMutant m_;
+};
+
+}  // namespace
+
+std::unique_ptr<ShortConvState> MutantShortConvState(FusionMutant m, const DemoParams& params, size_t rollback_capacity,
+                                                     Precision p) {
+  return std::make_unique<MutantConvState>(m, params, rollback_capacity, p);
 }
 
 DemoForwardTrace MutantDemoForward(FusionMutant m, std::span<const double> e, std::span<const double> hidden,

@@ -11,6 +11,7 @@
 #define ENGRAM_VECTORS_MUTANTS_FUSION_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,13 +31,15 @@ enum class FusionMutant {
   kTapOrder,       // ShortConv taps time-reversed: tap j reads step t - j * dilation
   kConvNormEps,    // ShortConv's RMSNorm with torch's default eps 2^-23 instead of 1e-5
   kNonFiniteActivation,  // fp8 wkv: act_quant takes inf / NaN activations (the official CPU kernel): every kv NaN
+  kConvStateRestart,  // §FUS.12 every call starts from a zero state: no conv_state imported or carried
+  kConvRollbackKept,  // §FUS.12 a rollback leaves the rejected steps in the conv state
 };
 
 // Every fusion mutant, in the order their flags are appended to a test.
 const std::vector<FusionMutant>& AllFusionMutants();
 // The note flag ("SignedZeroCopysign", "WhereNegativeGate", "PlusEpsClamp",
 // "MaskedNonFinite", "Fp8Blocks32", "SignZeroHalf", "RmsNormEps", "TapOrder",
-// "ConvNormEps", "NonFiniteActivationAccepted").
+// "ConvNormEps", "NonFiniteActivationAccepted", "ConvStateRestart", "ConvRollbackKept").
 std::string FusionMutantFlag(FusionMutant m);
 // The planted bug of numpy_adapter.py (--bug NAME).
 std::string FusionMutantBug(FusionMutant m);
@@ -66,6 +69,9 @@ DemoTokenTrace MutantDemoGateToken(FusionMutant m, std::span<const double> e, st
 // §FUS.7 ShortConv as the mutant computes it (ShortConv's inputs).
 ShortConvTrace MutantShortConv(FusionMutant m, std::span<const double> value, size_t steps, const DemoParams& params,
                                Precision p);
+// §FUS.12 A carried ShortConv as the mutant runs it (ShortConvState's inputs).
+std::unique_ptr<ShortConvState> MutantShortConvState(FusionMutant m, const DemoParams& params, size_t rollback_capacity,
+                                                     Precision p);
 // §FUS.7 The demo layer as the mutant computes it (DemoForward's inputs).
 DemoForwardTrace MutantDemoForward(FusionMutant m, std::span<const double> e, std::span<const double> hidden,
                                    size_t steps, const DemoParams& params, Precision p);

@@ -286,6 +286,21 @@ void AddFusionNote(SuiteBuilder& b, FusionMutant m, bool demo) {
                    "trick gives -0 or inf, and every kv is NaN.",
                    "§FUS.2", bug);
       return;
+    case FusionMutant::kConvStateRestart:
+      b.Divergence(flag,
+                   "ShortConv carried across calls: the steps of a call read the normed values of the steps before "
+                   "it, from earlier calls or the imported state. Changes (beyond the §FUS.9 tolerance) under the "
+                   "known bug of starting every call from a zero state (a kernel without conv_state: each chunk or "
+                   "decode step a sequence of its own).",
+                   "§FUS.12", bug);
+      return;
+    case FusionMutant::kConvRollbackKept:
+      b.Divergence(flag,
+                   "A rollback forgets the last k steps: later steps read the steps before them. Changes (beyond the "
+                   "§FUS.9 tolerance) under the known bug of a rollback that leaves the rejected draft steps in the "
+                   "conv state.",
+                   "§FUS.12", bug);
+      return;
   }
 }
 
@@ -419,7 +434,7 @@ ojson GateGroupTolerance() {
 std::map<std::string, TestVerifier> FusionVerifiers() {
   return {{"GateFunctionTest", Verifier(ComputeGateFunction)}, {"V41GateTest", Verifier(ComputeV41Gate)},
           {"WkvTest", Verifier(ComputeWkv)},                   {"DemoGateTest", Verifier(ComputeDemoGate)},
-          {"ShortConvTest", Verifier(ComputeShortConv)},
+          {"ShortConvTest", Verifier(ComputeShortConv)},       {"ShortConvStateTest", Verifier(ComputeShortConvState)},
           {"EngramForwardTest", [](Checker& c, const json& g, const json& t) {
              Verifier(g.at("profile") == "v4.1" ? ComputeForwardV41 : ComputeForwardDemo)(c, g, t);
            }}};
@@ -441,6 +456,7 @@ ojson FusionExpected(const json& group, const json& test) {
   if (type == "WkvTest") return ComputeWkv(group, test, std::nullopt);
   if (type == "DemoGateTest") return ComputeDemoGate(group, test, std::nullopt);
   if (type == "ShortConvTest") return ComputeShortConv(group, test, std::nullopt);
+  if (type == "ShortConvStateTest") return ComputeShortConvState(group, test, std::nullopt);
   if (type == "EngramForwardTest") {
     return group.at("profile") == "v4.1" ? ComputeForwardV41(group, test, std::nullopt)
                                          : ComputeForwardDemo(group, test, std::nullopt);
@@ -459,6 +475,9 @@ ojson FusionTolerance(const std::string& type, const std::string& profile) {
                           {"value", Rule(2, -17, "maxAbsVector")}});
   }
   if (type == "ShortConvTest") return ToleranceJson({{"output", Rule(2, -17, "convTerms")}});
+  if (type == "ShortConvStateTest") {
+    return ToleranceJson({{"output", Rule(2, -17, "convTerms")}, {"stateOut", Rule(2, -17, "normTerms")}});
+  }
   if (type == "EngramForwardTest" && profile == "v4.1") {
     return ToleranceJson({{"kv", FaithfulRule()}, {"gate", Rule(2, -18, "gateSlope")}, {"out", FaithfulRule()}});
   }

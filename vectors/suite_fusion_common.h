@@ -75,6 +75,7 @@ ojson ComputeV41Gate(const json& group, const json& test, Bug bug);      // suit
 ojson ComputeWkv(const json& group, const json& test, Bug bug);          // suite_gate_v41.cc
 ojson ComputeDemoGate(const json& group, const json& test, Bug bug);     // suite_gate_demo.cc
 ojson ComputeShortConv(const json& group, const json& test, Bug bug);    // suite_short_conv_demo.cc
+ojson ComputeShortConvState(const json& group, const json& test, Bug bug);  // suite_short_conv_demo.cc
 ojson ComputeForwardV41(const json& group, const json& test, Bug bug);   // suite_engram_forward.cc
 ojson ComputeForwardDemo(const json& group, const json& test, Bug bug);  // suite_engram_forward.cc
 

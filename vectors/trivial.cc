@@ -41,6 +41,19 @@ std::optional<ojson> HollowOutputs(const ojson& group, const ojson& test) {
   }
   if (type == "WkvTest" && test.value("outFeatures", int64_t{-1}) == 0) return ojson{{"kv", empty}};
   if (type == "ShortConvTest" && test.value("steps", int64_t{-1}) == 0) return ojson{{"output", empty}};
+  if (type == "ShortConvStateTest" && test.contains("calls") && test["calls"].is_array()) {
+    // §FUS.12 No step appended anywhere (a rollback then has nothing to undo):
+    // no output, and the state handed on as it came, or the fresh zeros.
+    for (const ojson& call : test["calls"]) {
+      if (call.value("op", "") == "append" && call.value("steps", int64_t{-1}) != 0) return std::nullopt;
+    }
+    if (test.contains("stateIn")) return ojson{{"output", empty}, {"stateOut", test["stateIn"]}};
+    const auto dim = [&](const char* key) { return group.value(key, int64_t{0}); };
+    const int64_t n = (dim("kernel") - 1) * dim("dilation") * dim("hc") * dim("hidden");
+    ojson zeros = ojson::array();
+    for (int64_t i = 0; i < n; ++i) zeros.push_back("0x0.0p+0");
+    return ojson{{"output", empty}, {"stateOut", zeros}};
+  }
   if (type == "EngramForwardTest" && EmptyList(test, "ids")) {
     if (group.value("profile", "") == "v4.1") return ojson{{"out", empty}, {"gate", empty}};
     return ojson{{"output", empty}, {"hiddenAfter", empty}, {"gate", empty}};

@@ -38,6 +38,8 @@ the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the ou
   rms-norm-eps           demo gate's key/query RMSNorms with eps 1e-5 instead of 2^-23                RmsNormEps
   tap-order              ShortConv taps time-reversed (tap j reads j dilations back)                  TapOrder
   conv-norm-eps          ShortConv's RMSNorm with torch's default eps 2^-23 instead of 1e-5           ConvNormEps
+  conv-state-restart     carried ShortConv: every call starts from a zero state (no conv_state)       ConvStateRestart
+  conv-rollback-kept     carried ShortConv: a rollback leaves the rejected steps in the state         ConvRollbackKept
   e8m0-shift             E8M0 scale as float32 bits (s << 23): 0x00 -> 0.0, 0xFF -> inf               E8M0BitShift
   flush-to-zero          row decode with FTZ + DAZ: scale 2^-127 read as 0, subnormal products 0      FlushToZero
   block128               row decode with V4's 128-wide scale blocks: element j uses scale j // 128    Block128
@@ -120,6 +122,8 @@ BUGS = {
     "rms-norm-eps": "RmsNormEps",
     "tap-order": "TapOrder",
     "conv-norm-eps": "ConvNormEps",
+    "conv-state-restart": "ConvStateRestart",
+    "conv-rollback-kept": "ConvRollbackKept",
     "e8m0-shift": "E8M0BitShift",
     "nan-decoded-finite": "NaNDecodedFinite",
     "nan-row-refused": "NaNRowRefused",
@@ -1301,6 +1305,58 @@ class Demo:
         return out
 
 
+    def carried_conv(self, state_in, calls, capacity, p):
+        """§FUS.12 ShortConv carried across calls -> (the outputs of every appended step, the state's last W rows).
+
+        The rows are the whole sequence's normed values, led by the imported state (or W rows of +0, the padding);
+        a rollback within the depth drops the last k rows.
+        --bug conv-state-restart: every call starts from W rows of +0 (no state carried or imported);
+        --bug conv-rollback-kept: a rollback drops nothing.
+        """
+        H, C, K, dil = self.hidden, self.hc * self.hidden, self.kernel, self.dil
+        width = (K - 1) * dil
+        eps = 2.0 ** -23 if BUG == "conv-norm-eps" else 1e-5
+        zeros = [[0.0] * C for _ in range(width)]
+        if state_in is None:
+            rows = zeros
+        else:
+            if len(state_in) != width * C:
+                raise ValueError(f"stateIn has {len(state_in)} values, expected W x hc x hidden = {width} x {C}")
+            rows = [state_in[i * C:(i + 1) * C] for i in range(width)]
+        rows, depth, out = list(rows), 0, []
+        for call in calls:
+            if call["op"] == "rollback":
+                k = call["k"]
+                if k > depth:
+                    raise ValueError(f"rollback by {k} beyond the rollback depth {depth}")
+                if BUG not in ("conv-rollback-kept", "conv-state-restart"):
+                    del rows[len(rows) - k:]
+                    depth -= k
+                continue
+            if call["op"] != "append":
+                raise ValueError(f"unknown call op {call['op']!r}")
+            steps, value = call["steps"], [fx(a) for a in call["value"]]
+            if len(value) != steps * C:
+                raise ValueError(f"a call's value has {len(value)} entries, expected {steps} x {C}")
+            if BUG == "conv-state-restart":
+                rows = [list(r) for r in zeros]
+            for t in range(steps):
+                row = []
+                for c in range(self.hc):
+                    row += rms_norm(value[t * C + c * H:t * C + (c + 1) * H], self.convNormWeight[c * H:(c + 1) * H],
+                                    eps, p)
+                rows.append(row)
+                now = len(rows) - 1
+                for ch in range(C):
+                    acc = 0.0
+                    for j in range(K):
+                        back = (j if BUG == "tap-order" else K - 1 - j) * dil
+                        acc = rnd(acc + rnd(self.convWeight[ch * K + j] * rows[now - back][ch], p), p)
+                    out.append(silu(acc, p))
+            depth = min(depth + steps, capacity)
+        return out, [v for r in rows[len(rows) - width:] for v in r] if width else []
+
+
 def both(fn):
     """{"float64": fn(64), "float32": fn(32)} with floats as hex strings."""
     def enc(v):
@@ -1351,6 +1407,12 @@ def fusion_test(type_, group, test):
         dm = Demo(group)
         value = [fx(a) for a in test["value"]]
         return {"output": both(lambda p: dm.short_conv(value, test["steps"], p))}
+    if type_ == "ShortConvStateTest":
+        dm = Demo(group)
+        state_in = [fx(a) for a in test["stateIn"]] if "stateIn" in test else None
+        r = {p: dm.carried_conv(state_in, test["calls"], group["rollbackCapacity"], p) for p in (64, 32)}
+        return {"output": {"float64": [hexf(a) for a in r[64][0]], "float32": [hexf(a) for a in r[32][0]]},
+                "stateOut": {"float64": [hexf(a) for a in r[64][1]], "float32": [hexf(a) for a in r[32][1]]}}
     if type_ == "EngramForwardTest":
         ids = [int(a) for a in test["ids"]]
         first, rows = first_layer_rows(group, ids)

@@ -101,6 +101,36 @@ json FusionOutputs(const Api& api, const std::string& type, const json& group, c
     if (api.short_conv(&q.p, steps, Span(value), output.data(), err, sizeof err) != 0) throw Refused{err};
     return {{"output", HexFloats(output.data(), output.size())}};
   }
+  if (type == "ShortConvStateTest") {
+    // §FUS.12 One state through the test's calls, released by the library's
+    // destroy whatever a call refuses.
+    if (!api.conv_state_create || !api.conv_state_destroy || !api.conv_state_append || !api.conv_state_rollback ||
+        !api.conv_state_window) {
+      throw Unsupported{"engram_conv_state_* entry points"};
+    }
+    const DemoParamsHolder q(group);
+    const std::vector<double> window_in = test.contains("stateIn") ? ReadFloats(test.at("stateIn"), "stateIn")
+                                                                   : std::vector<double>();
+    engram_conv_state* raw = api.conv_state_create(&q.p, group.at("rollbackCapacity"), Span(window_in), err, sizeof err);
+    if (raw == nullptr) throw Refused{err};
+    const std::unique_ptr<engram_conv_state, decltype(api.conv_state_destroy)> state(raw, api.conv_state_destroy);
+    const size_t channels = q.p.hc * q.p.hidden;
+    std::vector<double> output;
+    for (const json& call : test.at("calls")) {
+      if (call.at("op") == "rollback") {
+        if (api.conv_state_rollback(state.get(), call.at("k"), err, sizeof err) != 0) throw Refused{err};
+        continue;
+      }
+      const size_t steps = call.at("steps");
+      const std::vector<double> value = ReadFloats(call.at("value"), "value");
+      std::vector<double> out(steps * channels);
+      if (api.conv_state_append(state.get(), steps, Span(value), out.data(), err, sizeof err) != 0) throw Refused{err};
+      output.insert(output.end(), out.begin(), out.end());
+    }
+    std::vector<double> window((q.p.kernel - 1) * q.p.dilation * channels);
+    if (api.conv_state_window(state.get(), window.data(), window.size(), err, sizeof err) != 0) throw Refused{err};
+    return {{"output", HexFloats(output.data(), output.size())}, {"stateOut", HexFloats(window.data(), window.size())}};
+  }
   if (type == "EngramForwardTest") {
     const bool v41 = group.at("profile") == "v4.1";
     if (v41 ? api.forward_v41 == nullptr : api.forward_demo == nullptr) {

@@ -63,6 +63,11 @@ Api LoadApi(const std::string& path) {
   Bind(lib, "engram_wkv_fp8", a.wkv_fp8);
   Bind(lib, "engram_demo_gate", a.demo_gate);
   Bind(lib, "engram_short_conv", a.short_conv);
+  Bind(lib, "engram_conv_state_create", a.conv_state_create);
+  Bind(lib, "engram_conv_state_destroy", a.conv_state_destroy);
+  Bind(lib, "engram_conv_state_append", a.conv_state_append);
+  Bind(lib, "engram_conv_state_rollback", a.conv_state_rollback);
+  Bind(lib, "engram_conv_state_window", a.conv_state_window);
   Bind(lib, "engram_forward_v41", a.forward_v41);
   Bind(lib, "engram_forward_demo", a.forward_demo);
   return a;

@@ -58,6 +58,12 @@ struct Api {
   decltype(&engram_short_conv) short_conv = nullptr;
   decltype(&engram_forward_v41) forward_v41 = nullptr;
   decltype(&engram_forward_demo) forward_demo = nullptr;
+  // ABI 1.3: ShortConv carried across calls.
+  decltype(&engram_conv_state_create) conv_state_create = nullptr;
+  decltype(&engram_conv_state_destroy) conv_state_destroy = nullptr;
+  decltype(&engram_conv_state_append) conv_state_append = nullptr;
+  decltype(&engram_conv_state_rollback) conv_state_rollback = nullptr;
+  decltype(&engram_conv_state_window) conv_state_window = nullptr;
 
   bool HasLayout() const {
     return layout_create && layout_destroy && layout_layer_count && layout_max_ngram && layout_columns && layout_layer;

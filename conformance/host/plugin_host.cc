@@ -148,7 +148,7 @@ json RunTest(const Api& api, const std::string& type, const json& group, const j
   if (type == "TokenMapTest") return TokenMapOutputs(api, group, test);
   if (type == "TokenLookupTest") return TokenLookupOutputs(api, group, test);
   if (type == "GateFunctionTest" || type == "V41GateTest" || type == "WkvTest" || type == "DemoGateTest" ||
-      type == "ShortConvTest" || type == "EngramForwardTest") {
+      type == "ShortConvTest" || type == "ShortConvStateTest" || type == "EngramForwardTest") {
     return FusionOutputs(api, type, group, test);
   }
   throw Unsupported{"test type " + type + " (this plug-in host does not map it to the C ABI)"};

@@ -43,6 +43,11 @@ struct engram_hasher {
   size_t capacity;
 };
 
+struct engram_conv_state {
+  engram::ShortConvState state;
+  size_t channels;
+};
+
 namespace {
 
 using engram::plugin::CheckCapacity;
@@ -400,6 +405,49 @@ int engram_short_conv(const engram_demo_params_t* params, size_t steps, engram_f
     CheckLen(value.len, steps * q.hc * q.hidden, "value [steps][hc][hidden]");
     const engram::ShortConvTrace t = engram::ShortConv(Vec(value), steps, q, AnswerPrecision());
     std::copy(t.act.begin(), t.act.end(), output);
+    return 0;
+  });
+}
+
+engram_conv_state* engram_conv_state_create(const engram_demo_params_t* params, size_t rollback_capacity,
+                                            engram_f64_span_t window, char* err, size_t err_len) {
+  return GuardHandle(err, err_len, [&] {
+    const engram::DemoParams q = DemoParams(params);
+    auto s = std::make_unique<engram_conv_state>(
+        engram_conv_state{engram::ShortConvState(q, rollback_capacity, AnswerPrecision()), q.hc * q.hidden});
+    if (window.len != 0) {
+      CheckLen(window.len, s->state.WindowSteps() * s->channels, "window [W][hc*hidden]");
+      s->state.Import(Vec(window));
+    }
+    return s.release();
+  });
+}
+
+void engram_conv_state_destroy(engram_conv_state* state) { delete state; }
+
+int engram_conv_state_append(engram_conv_state* state, size_t steps, engram_f64_span_t value, double* output, char* err,
+                             size_t err_len) {
+  return Guard(err, err_len, [&] {
+    CheckLen(value.len, steps * state->channels, "value [steps][hc][hidden]");
+    const engram::ShortConvStateTrace t = state->state.Append(Vec(value), steps);
+    std::copy(t.act.begin(), t.act.end(), output);
+    return 0;
+  });
+}
+
+int engram_conv_state_rollback(engram_conv_state* state, size_t k, char* err, size_t err_len) {
+  return Guard(err, err_len, [&] {
+    state->state.Rollback(k);
+    return 0;
+  });
+}
+
+int engram_conv_state_window(const engram_conv_state* state, double* window, size_t window_len, char* err,
+                             size_t err_len) {
+  return Guard(err, err_len, [&] {
+    const std::vector<double> w = state->state.Window();
+    CheckCapacity(window_len, w.size(), "window");
+    std::copy(w.begin(), w.end(), window);
     return 0;
   });
 }

@@ -270,8 +270,8 @@ def check_vectors(vectors, probs, complete=True, stats=None):
                     stats.count(stats.checked, (type_, text))
                     if not ok:
                         tp.add(where, "fact does not hold: " + text)
-                if type_ in ("V41GateTest", "WkvTest", "DemoGateTest", "ShortConvTest", "EngramForwardTest",
-                             "GateFunctionTest") and x.valid:
+                if type_ in ("V41GateTest", "WkvTest", "DemoGateTest", "ShortConvTest", "ShortConvStateTest",
+                             "EngramForwardTest", "GateFunctionTest") and x.valid:
                     tol = g.get("tolerance", {})
                     for d in keys:
                         if d.role == "output" and d.name in t and d.name not in tol:

@@ -2,7 +2,7 @@
 tables show, the function that computes it from a test) and its facts (the text, the function that checks
 it), and the conditions the schemas' x-condition annotations name. The texts of the keys themselves are in
 the schemas (porting/schema_model.py reads them)."""
-from porting.facts import (fact_binary_history, fact_conv_layout, fact_demo_forward_params,  # noqa: F401
+from porting.facts import (fact_binary_history, fact_conv_layout, fact_conv_state_replay, fact_demo_forward_params,  # noqa: F401
                            fact_demo_linear_layout, fact_forward_wkv_layout, fact_hash_trace_shapes,
                            fact_head_ranges, fact_offsets_prefix_sums, fact_packed_offsets,
                            fact_rollbacks_mandatory, fact_row_shards, fact_rows_are_residues_plus_offsets,
@@ -170,6 +170,16 @@ CODE = {
         facts=[("layout: `conv[t][ch] = Σ_j convWeight[ch·kernel + j] · normed[t − (kernel − 1 − j)·dilation][ch]` "
                 "(0 before the first step) in float64 is `intermediate.float64.conv`, from its `normed`, "
                 "both flat [T][hc·H]", fact_conv_layout)]),
+    "ShortConvStateTest": dict(
+        dims=dict(DEMO_DIMS,
+                  W=("(group `kernel` − 1) · group `dilation`", lambda x: (x.g["kernel"] - 1) * x.g["dilation"]),
+                  N=("the steps of every append, summed", lambda x: sum(c["steps"] for c in x.t["calls"] if c["op"] == "append")),
+                  n=("the call's `steps`", lambda x: x.e["steps"])),
+        facts=[("replaying the calls on a list of normed rows (`stateIn`, or W rows of +0; an append extends it with "
+                "the step's `intermediate.float64.normed` row, a rollback by k drops the last k rows) gives every "
+                "`intermediate.float64.window[t][j]` as the row (kernel − 1 − j)·dilation before the step's, "
+                "`conv[t][ch] = Σ_j convWeight[ch·kernel + j] · window[t][j][ch]`, and `stateOut` as the last W rows; "
+                "every rollback is within the depth of §FUS.12", fact_conv_state_replay)]),
     "EngramForwardTest": dict(
         dims={"T": ("len(ids)", lambda x: len(x.t["ids"])),
               "hc": ("`hc_mult` (v4.1) or group `hc` (demo)", lambda x: fwd_dims(x)["hc"]),

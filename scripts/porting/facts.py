@@ -337,6 +337,46 @@ def fact_conv_layout(x):
     return True
 
 
+def fact_conv_state_replay(x):
+    g, t = x.g, x.t
+    ch_n, kern, dil, cap = g["hc"] * g["hidden"], g["kernel"], g["dilation"], g["rollbackCapacity"]
+    width = (kern - 1) * dil
+    w = [fl(v) for v in g["convWeight"]]
+    f64 = t["intermediate"]["float64"]
+    normed = [fl(v) for v in f64["normed"]]
+    window = [fl(v) for v in f64["window"]]
+    conv = [fl(v) for v in f64["conv"]]
+    state_in = [fl(v) for v in t["stateIn"]] if "stateIn" in t else [0.0] * (width * ch_n)
+    rows = [state_in[i * ch_n:(i + 1) * ch_n] for i in range(width)]
+    step, depth = 0, 0
+    for call in t["calls"]:
+        if call["op"] == "rollback":
+            if call["k"] > depth:
+                return False
+            del rows[len(rows) - call["k"]:]
+            depth -= call["k"]
+            continue
+        for _ in range(call["steps"]):
+            rows.append(normed[step * ch_n:(step + 1) * ch_n])
+            now = len(rows) - 1
+            for ch in range(ch_n):
+                y = 0.0
+                for j in range(kern):
+                    read = rows[now - (kern - 1 - j) * dil][ch]
+                    got = window[(step * kern + j) * ch_n + ch]
+                    if got != read and not (got != got and read != read):
+                        return False
+                    y += w[ch * kern + j] * read
+                if not close(y, conv[step * ch_n + ch]):
+                    return False
+            step += 1
+        depth = min(depth + call["steps"], cap)
+    state_out = [fl(v) for v in t["stateOut"]["float64"]]
+    tail = [v for row in rows[len(rows) - width:] for v in row] if width else []
+    return step * ch_n == len(normed) and all(a == b or (a != a and b != b) for a, b in zip(tail, state_out)) and \
+        len(tail) == len(state_out)
+
+
 def fact_wkv_layout(x):
     t = x.t
     n_out, k_in = t["outFeatures"], len(t["e"])

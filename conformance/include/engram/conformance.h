@@ -33,11 +33,12 @@ extern "C" {
  * Feature level within ABI version 1, for `#if` checks in an implementation's sources; never reported at run time.
  * 0: configuration, layout, hashing, element decode, contract. 1 adds the entry points marked "ABI 1.1" (tables,
  * tensor parallelism, token map, gates, wkv, ShortConv, forward); 2 adds "ABI 1.2" (engram_token_map_compress, the
- * raw ids of TokenLookupTest, §HASH.1). Every entry point except
+ * raw ids of TokenLookupTest, §HASH.1); 3 adds "ABI 1.3" (engram_conv_state_*: ShortConv carried across calls,
+ * §FUS.12). Every entry point except
  * engram_conformance_info() is optional: the plug-in host looks each one up by name (`dlsym`), so a library built
  * against level 0 still loads and its suites run; the tests that need an entry point it lacks are `skipped`.
  */
-#define ENGRAM_CONFORMANCE_ABI_MINOR 2
+#define ENGRAM_CONFORMANCE_ABI_MINOR 3
 
 /** What an implementation is and what it claims (spec §CONF.2 handshake). */
 typedef struct engram_conformance_info_t {
@@ -347,6 +348,35 @@ int engram_demo_gate(const engram_demo_params_t* params, engram_f64_span_t e, en
  */
 int engram_short_conv(const engram_demo_params_t* params, size_t steps, engram_f64_span_t value, double* output,
                       char* err, size_t err_len);
+
+/**
+ * ABI 1.3 (§FUS.12). ShortConv carried across calls, as a decode kernel runs it: the normed values of the last
+ * W + `rollback_capacity` steps, W = (kernel − 1) · dilation. The exchanged form of the state is its last W steps,
+ * [W][hc·hidden] normed values, oldest first, +0 before the sequence's start (TileOPs' `conv_state`).
+ */
+typedef struct engram_conv_state engram_conv_state;
+/**
+ * ABI 1.3 (§FUS.12). A carried ShortConv of the layer `params` (copied: the caller may free them after the call).
+ * `window` is empty (len 0) for a fresh sequence, or the exchanged form of a sequence that began elsewhere
+ * (W · hc · hidden normed values, used as they are). Returns NULL (message in `err`) for inconsistent parameters or a
+ * window of another length.
+ */
+engram_conv_state* engram_conv_state_create(const engram_demo_params_t* params, size_t rollback_capacity,
+                                            engram_f64_span_t window, char* err, size_t err_len);
+/** ABI 1.3. Releases a state (NULL is allowed). */
+void engram_conv_state_destroy(engram_conv_state* state);
+/**
+ * ABI 1.3 (§FUS.12). Consumes `steps` steps, `value` [steps][hc][hidden], and writes their ShortConv outputs to `output`
+ * ([steps][hc·hidden]): §FUS.7's outputs for the sequence consumed so far. Refuses a length that does not match,
+ * leaving the state unchanged.
+ */
+int engram_conv_state_append(engram_conv_state* state, size_t steps, engram_f64_span_t value, double* output, char* err,
+                             size_t err_len);
+/** ABI 1.3 (§FUS.12). Forgets the last `k` steps; MUST succeed within the rollback depth (§HASH.6 in steps). */
+int engram_conv_state_rollback(engram_conv_state* state, size_t k, char* err, size_t err_len);
+/** ABI 1.3 (§FUS.12). Writes the exchanged form (W · hc · hidden values; `window_len` is the capacity of `window`). */
+int engram_conv_state_window(const engram_conv_state* state, double* window, size_t window_len, char* err,
+                             size_t err_len);
 
 /** ABI 1.1 (§FUS.2, §FUS.3). The v4.1 fusion weights of one layer. */
 typedef struct engram_v41_fusion_params_t {
