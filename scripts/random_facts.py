@@ -46,7 +46,7 @@ RANDOM_TYPES = {
     "token_map": ["TokenMapTest", "TokenLookupTest"],
     "gate_v41": ["GateFunctionTest", "V41GateTest", "WkvTest"],
     "gate_demo": ["GateFunctionTest", "DemoGateTest"],
-    "short_conv_demo": ["ShortConvTest"],
+    "short_conv_demo": ["ShortConvTest", "ShortConvStateTest"],
     "engram_forward": ["EngramForwardTest"],
 }
 # One error planted per type with a known divergence (porting_doc.KNOWN_RANDOM_DIVERGENCES), in a case

@@ -431,11 +431,35 @@ TEST(RandomCases, TheFusionDrawsReachTheEdgesTheSpecNames) {
       note(tiny, "DemoGateTest tiny hidden state");
     }
     const RandomCase c = DrawCase(*engram::vectors::FindRandomSuite("short_conv_demo"), 3, i);
-    const int64_t steps = c.recipe["steps"], kernel = c.recipe["kernel"], dilation = c.recipe["dilation"];
+    const int64_t kernel = c.recipe["kernel"], dilation = c.recipe["dilation"];
     note(c.test["result"] == "invalid", "short_conv_demo invalid");
-    note(kernel == 1, "ShortConvTest kernel 1");
-    note(steps > (kernel - 1) * dilation && kernel > 1, "ShortConvTest steps past the whole kernel");
-    values("ShortConvTest", c.recipe["value"], false);
+    if (c.type == "ShortConvTest") {
+      const int64_t steps = c.recipe["steps"];
+      note(kernel == 1, "ShortConvTest kernel 1");
+      note(steps > (kernel - 1) * dilation && kernel > 1, "ShortConvTest steps past the whole kernel");
+      values("ShortConvTest", c.recipe["value"], false);
+    } else {
+      // §FUS.12: imports, decode steps, chunks across the window, rollbacks of
+      // the whole depth, and states that refuse an input.
+      note(c.recipe.contains("stateIn"), "ShortConvStateTest imported state");
+      note(c.test["result"] == "invalid", "ShortConvStateTest invalid");
+      int64_t depth = 0, appends = 0;
+      const int64_t capacity = c.recipe["rollbackCapacity"];
+      for (const ojson& call : c.recipe["calls"]) {
+        if (call["op"] == "rollback") {
+          note(call["k"] > 0 && call["k"] == depth, "ShortConvStateTest rollback of the whole depth");
+          depth -= call["k"].get<int64_t>();
+          continue;
+        }
+        const int64_t steps = call["steps"];
+        note(steps == 1 && appends > 0, "ShortConvStateTest decode step after a call");
+        note(steps > (kernel - 1) * dilation && kernel > 1, "ShortConvStateTest chunk past the whole kernel");
+        values("ShortConvStateTest", call["value"], false);
+        depth = std::min(depth + steps, capacity);
+        ++appends;
+      }
+      note(appends > 1, "ShortConvStateTest several appends");
+    }
     if (i >= 200) continue;  // a forward case costs more
     const RandomCase f = DrawCase(*engram::vectors::FindRandomSuite("engram_forward"), 3, i);
     note(f.test["result"] == "invalid", "engram_forward invalid");
@@ -450,7 +474,10 @@ TEST(RandomCases, TheFusionDrawsReachTheEdgesTheSpecNames) {
         "V41GateTest huge", "V41GateTest inf", "V41GateTest NaN", "WkvTest fp8, out > 128", "WkvTest bf16",
         "gate_demo invalid", "gate_demo GateFunctionTest", "DemoGateTest -0", "DemoGateTest subnormal",
         "DemoGateTest huge", "DemoGateTest tiny hidden state", "short_conv_demo invalid", "ShortConvTest kernel 1",
-        "ShortConvTest steps past the whole kernel", "ShortConvTest NaN", "ShortConvTest inf", "engram_forward invalid",
+        "ShortConvTest steps past the whole kernel", "ShortConvTest NaN", "ShortConvTest inf",
+        "ShortConvStateTest imported state", "ShortConvStateTest invalid", "ShortConvStateTest rollback of the whole depth",
+        "ShortConvStateTest decode step after a call", "ShortConvStateTest chunk past the whole kernel",
+        "ShortConvStateTest several appends", "ShortConvStateTest NaN", "engram_forward invalid",
         "engram_forward v4.1", "engram_forward demo-v1", "engram_forward two layers", "engram_forward DEAD"}) {
     EXPECT_GT(seen[what], 0) << what;
   }
