@@ -20,7 +20,8 @@ const std::vector<FusionMutant>& AllFusionMutants() {
       FusionMutant::kSignGate,    FusionMutant::kWhereNegative, FusionMutant::kPlusEps,
       FusionMutant::kSkipMasked,  FusionMutant::kWkvBlock128,   FusionMutant::kDemoCopysign,
       FusionMutant::kGateNormEps, FusionMutant::kTapOrder,      FusionMutant::kConvNormEps,
-      FusionMutant::kNonFiniteActivation, FusionMutant::kConvStateRestart, FusionMutant::kConvRollbackKept};
+      FusionMutant::kNonFiniteActivation, FusionMutant::kConvStateRestart, FusionMutant::kConvRollbackKept,
+      FusionMutant::kGateNoSignedRoot,    FusionMutant::kGateNormEpsZero,  FusionMutant::kMaskIgnored};
   return all;
 }
 
@@ -38,6 +39,9 @@ std::string FusionMutantFlag(FusionMutant m) {
     case FusionMutant::kNonFiniteActivation: return "NonFiniteActivationAccepted";
     case FusionMutant::kConvStateRestart: return "ConvStateRestart";
     case FusionMutant::kConvRollbackKept: return "ConvRollbackKept";
+    case FusionMutant::kGateNoSignedRoot: return "GateNoSignedRoot";
+    case FusionMutant::kGateNormEpsZero: return "GateNormEpsZero";
+    case FusionMutant::kMaskIgnored: return "MaskedGateNotZeroed";
   }
   return "";
 }
@@ -56,6 +60,9 @@ std::string FusionMutantBug(FusionMutant m) {
     case FusionMutant::kNonFiniteActivation: return "non-finite-activation";
     case FusionMutant::kConvStateRestart: return "conv-state-restart";
     case FusionMutant::kConvRollbackKept: return "conv-rollback-kept";
+    case FusionMutant::kGateNoSignedRoot: return "no-signed-root";
+    case FusionMutant::kGateNormEpsZero: return "gate-norm-eps-zero";
+    case FusionMutant::kMaskIgnored: return "mask-ignored";
   }
   return "";
 }
@@ -73,6 +80,8 @@ GateParts MutantGate(FusionMutant m, bool demo, double dot, Precision p) {
     g.signed_root = dot < 0 ? -g.root : g.root;  // -0 < 0 is false: -0 is taken as +0; NaN keeps root (NaN)
   } else if (m == FusionMutant::kDemoCopysign && demo) {
     g.signed_root = std::copysign(g.root, dot);  // the sign bit: +-0 give +-0.001
+  } else if (m == FusionMutant::kGateNoSignedRoot && demo) {
+    g.signed_root = dot;  // sigmoid(g) itself: no clamp and no square root (g is a float32 value already)
   } else {
     return g;
   }
@@ -86,7 +95,7 @@ V41StreamTrace MutantV41Stream(FusionMutant m, std::span<const uint16_t> h, std:
   // Every value before the gate is the reference's (no mutant touches them).
   V41StreamTrace t = FuseV41Stream(h, key, value, q_weight, k_weight, eps, masked, p);
   t.gate_parts = MutantGate(m, false, t.dot, p);
-  t.gate = masked ? 0.0 : t.gate_parts.gate;
+  t.gate = masked && m != FusionMutant::kMaskIgnored ? 0.0 : t.gate_parts.gate;  // a port without the mask
   for (size_t i = 0; i < t.out.size(); ++i) {
     if (m == FusionMutant::kSkipMasked && masked) {
       t.out[i] = Bf16Value(h[i]);  // the position is skipped: out keeps x
@@ -132,7 +141,7 @@ DemoTokenTrace MutantDemoGateToken(FusionMutant m, std::span<const double> e, st
   if (e.size() != q.in || hidden.size() != q.hc * q.hidden) {
     return DemoGateToken(e, hidden, q, p);  // the reference refuses these shapes
   }
-  const double eps = m == FusionMutant::kGateNormEps ? 1e-5 : kFloat32Epsilon;
+  const double eps = m == FusionMutant::kGateNormEps ? 1e-5 : m == FusionMutant::kGateNormEpsZero ? 0.0 : kFloat32Epsilon;
   const size_t H = q.hidden;
   DemoTokenTrace tok;
   tok.value_proj = LinearBias(e, q.value_w, q.value_b, p);

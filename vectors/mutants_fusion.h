@@ -33,13 +33,17 @@ enum class FusionMutant {
   kNonFiniteActivation,  // fp8 wkv: act_quant takes inf / NaN activations (the official CPU kernel): every kv NaN
   kConvStateRestart,  // §FUS.12 every call starts from a zero state: no conv_state imported or carried
   kConvRollbackKept,  // §FUS.12 a rollback leaves the rejected steps in the conv state
+  kGateNoSignedRoot,  // demo gate sigmoid(g): no clamp, no signed square root (tile-ai/TileOPs)
+  kGateNormEpsZero,   // demo gate's key/query RMSNorms with eps 0 (a llama.cpp port: ggml_rms_norm(x, 0))
+  kMaskIgnored,       // v4.1: the gate is not zeroed at masked positions (sglang's production Engram.forward)
 };
 
 // Every fusion mutant, in the order their flags are appended to a test.
 const std::vector<FusionMutant>& AllFusionMutants();
 // The note flag ("SignedZeroCopysign", "WhereNegativeGate", "PlusEpsClamp",
 // "MaskedNonFinite", "Fp8Blocks32", "SignZeroHalf", "RmsNormEps", "TapOrder",
-// "ConvNormEps", "NonFiniteActivationAccepted", "ConvStateRestart", "ConvRollbackKept").
+// "ConvNormEps", "NonFiniteActivationAccepted", "ConvStateRestart", "ConvRollbackKept",
+// "GateNoSignedRoot", "GateNormEpsZero", "MaskedGateNotZeroed").
 std::string FusionMutantFlag(FusionMutant m);
 // The planted bug of numpy_adapter.py (--bug NAME).
 std::string FusionMutantBug(FusionMutant m);

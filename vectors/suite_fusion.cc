@@ -294,6 +294,28 @@ void AddFusionNote(SuiteBuilder& b, FusionMutant m, bool demo) {
                    "decode step a sequence of its own).",
                    "§FUS.12", bug);
       return;
+    case FusionMutant::kGateNoSignedRoot:
+      b.Divergence(flag,
+                   "The demo gate is sigmoid(sqrt(max(|g|, 1e-6)) * sign(g)). Changes (beyond the §FUS.9 tolerance) "
+                   "under the known bug of a gate without the clamp and the signed square root, sigmoid(g) "
+                   "(tile-ai/TileOPs' engram kernels, spec/sources.md SRC-DECODE-TILEOPS).",
+                   "§FUS.6", bug);
+      return;
+    case FusionMutant::kGateNormEpsZero:
+      b.Divergence(flag,
+                   "The gate's key/query RMSNorms use torch's default eps = float32 epsilon (2^-23). Changes (beyond "
+                   "the §FUS.9 tolerance) under the known bug of eps 0 there (a llama.cpp port, ggml_rms_norm(x, 0), "
+                   "spec/sources.md SRC-PORT-LLAMACPP-ENGRAM): small-norm inputs move, an all-zero key or hidden "
+                   "stream gives 0 / 0 = NaN.",
+                   "§FUS.5", bug);
+      return;
+    case FusionMutant::kMaskIgnored:
+      b.Divergence(flag,
+                   "At a masked position the v4.1 gate is +0 exactly and out = bf16(h + 0 * v). Changes under the "
+                   "known bug of a forward that takes no mask and gates masked positions like the others (sglang's "
+                   "production Engram.forward, spec/sources.md SRC-PORT-SGLANG).",
+                   "§FUS.3", bug);
+      return;
     case FusionMutant::kConvRollbackKept:
       b.Divergence(flag,
                    "A rollback forgets the last k steps: later steps read the steps before them. Changes (beyond the "

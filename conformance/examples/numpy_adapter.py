@@ -40,6 +40,9 @@ the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the ou
   conv-norm-eps          ShortConv's RMSNorm with torch's default eps 2^-23 instead of 1e-5           ConvNormEps
   conv-state-restart     carried ShortConv: every call starts from a zero state (no conv_state)       ConvStateRestart
   conv-rollback-kept     carried ShortConv: a rollback leaves the rejected steps in the state         ConvRollbackKept
+  no-signed-root         demo gate sigmoid(g): no clamp, no signed square root (tile-ai/TileOPs)      GateNoSignedRoot
+  gate-norm-eps-zero     demo gate's key/query RMSNorms with eps 0 (a llama.cpp port)                 GateNormEpsZero
+  mask-ignored           v4.1: the gate is not zeroed at masked positions (sglang's Engram.forward)   MaskedGateNotZeroed
   e8m0-shift             E8M0 scale as float32 bits (s << 23): 0x00 -> 0.0, 0xFF -> inf               E8M0BitShift
   flush-to-zero          row decode with FTZ + DAZ: scale 2^-127 read as 0, subnormal products 0      FlushToZero
   block128               row decode with V4's 128-wide scale blocks: element j uses scale j // 128    Block128
@@ -124,6 +127,9 @@ BUGS = {
     "conv-norm-eps": "ConvNormEps",
     "conv-state-restart": "ConvStateRestart",
     "conv-rollback-kept": "ConvRollbackKept",
+    "no-signed-root": "GateNoSignedRoot",
+    "gate-norm-eps-zero": "GateNormEpsZero",
+    "mask-ignored": "MaskedGateNotZeroed",
     "e8m0-shift": "E8M0BitShift",
     "nan-decoded-finite": "NaNDecodedFinite",
     "nan-row-refused": "NaNRowRefused",
@@ -1075,9 +1081,12 @@ def gate_fn(d, p, profile):
     --bug where-negative: the v4.1 gate as where(dot < 0, -root, root) (so -0 counts as positive).
     --bug plus-eps: sqrt(|d| + 1e-6) in both gates instead of the clamp.
     --bug copysign: the demo gate written with copysign like v4.1's (sigmoid(+-0.001) at g = +-0).
+    --bug no-signed-root: the demo gate is sigmoid(g) (no clamp, no signed square root).
     """
     if profile != "v4.1":
         d = rnd(d, p)  # the demo gate's g is a float32 tensor: a float64 g rounding to +-0 has sign 0
+        if BUG == "no-signed-root":
+            return sigmoid(d, p)
     a = abs(d)
     if BUG == "plus-eps":
         clamped = rnd(a + rnd(1e-6, p), p)  # NaN + eps is NaN
@@ -1104,6 +1113,7 @@ def v41_stream(h, k, v, qw, kw, eps, masked, p):
     """§FUS.3 one stream: (gate, out values before the bf16 cast).
 
     --bug skip-masked: a masked position is not computed at all; x is passed through.
+    --bug mask-ignored: a masked position is gated like the others (the gate is never zeroed).
     """
     if masked and BUG == "skip-masked":
         return 0.0, list(h)
@@ -1116,7 +1126,7 @@ def v41_stream(h, k, v, qw, kw, eps, masked, p):
                rnd(1.0 / rnd(math.sqrt(rnd(mean_k + e, p)), p), p), p)
     s = seq_sum((rnd(rnd(a * b, p) * c, p) for a, b, c in zip(h, w, k)), p)
     dot = rnd(rnd(s * rstd, p) * rnd(dim ** -0.5, p), p)
-    gate = 0.0 if masked else gate_fn(dot, p, "v4.1")
+    gate = 0.0 if masked and BUG != "mask-ignored" else gate_fn(dot, p, "v4.1")
     return gate, [rnd(a + rnd(gate * b, p), p) for a, b in zip(h, v)]
 
 
@@ -1241,7 +1251,8 @@ def linear(x, w, out, p, bias=None):
 def rms_norm(x, w, eps, p):
     """§FUS.5 (x * (1 / sqrt(mean(x^2) + eps))) * weight."""
     mean = rnd(seq_sum((rnd(a * a, p) for a in x), p) / len(x), p)
-    rstd = rnd(1.0 / rnd(math.sqrt(rnd(mean + rnd(eps, p), p)), p), p)
+    root = rnd(math.sqrt(rnd(mean + rnd(eps, p), p)), p)
+    rstd = rnd(1.0 / root, p) if root != 0 else math.inf  # IEEE 1 / +0 (only eps 0 reaches it)
     return [rnd(rnd(a * rstd, p) * b, p) for a, b in zip(x, w)]
 
 
@@ -1268,7 +1279,7 @@ class Demo:
                              f"(expected {self.hc * H})")
         vproj = linear(e, self.valueWeight, H, p, self.valueBias)
         sqrt_h = rnd(math.sqrt(H), p)
-        eps = 1e-5 if BUG == "rms-norm-eps" else 2.0 ** -23  # nn.RMSNorm(eps=None): torch's float32 epsilon
+        eps = 1e-5 if BUG == "rms-norm-eps" else 0.0 if BUG == "gate-norm-eps-zero" else 2.0 ** -23  # torch's default
         gates, values = [], []
         for c in range(self.hc):
             key = linear(e, self.keyWeight[c * H * self.inn:(c + 1) * H * self.inn], H, p, self.keyBias[c * H:(c + 1) * H])
