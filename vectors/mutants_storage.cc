@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "base/error.h"
 #include "vectors/mutants.h"
@@ -49,7 +50,8 @@ uint16_t FiniteDecodeElement(uint8_t code, uint8_t scale) {
 
 const std::vector<DecodeBug>& AllDecodeBugs() {
   static const std::vector<DecodeBug> all = {DecodeBug::kBlock128, DecodeBug::kE8M0BitShift, DecodeBug::kFlushToZero,
-                                             DecodeBug::kNaNDecodedFinite, DecodeBug::kNaNRowRefused};
+                                             DecodeBug::kNaNDecodedFinite, DecodeBug::kNaNRowRefused,
+                                             DecodeBug::kE8M0PowInf};
   return all;
 }
 
@@ -61,6 +63,8 @@ float E4M3With(DecodeBug bug, uint8_t code) {
 float E8M0With(DecodeBug bug, uint8_t scale) {
   if (bug == DecodeBug::kE8M0BitShift) return static_cast<float>(MutantE8M0(Mutant::kE8M0BitShift, scale));
   if (bug == DecodeBug::kNaNDecodedFinite && IsNaNScale(scale)) return std::ldexp(1.0f, 128);  // overflows: +inf
+  // sglang's torch.pow(2.0, s - 127.0) in float32: exact for 0 ... 254, 2^128 overflows to +inf.
+  if (bug == DecodeBug::kE8M0PowInf && IsNaNScale(scale)) return std::numeric_limits<float>::infinity();
   return static_cast<float>(DecodeE8M0(scale));
 }
 
@@ -71,6 +75,7 @@ std::string DecodeBugFlag(DecodeBug bug) {
     case DecodeBug::kBlock128: return "Block128";
     case DecodeBug::kNaNDecodedFinite: return "NaNDecodedFinite";
     case DecodeBug::kNaNRowRefused: return "NaNRowRefused";
+    case DecodeBug::kE8M0PowInf: return "E8M0PowInf";
   }
   return "";
 }
@@ -112,6 +117,15 @@ void AddDecodeBugNote(SuiteBuilder& b, DecodeBug bug) {
                    "invites) refuses every one of them.",
                    "§STO.3", "nan-row-refused");
       break;
+    case DecodeBug::kE8M0PowInf:
+      b.Divergence("E8M0PowInf",
+                   "Changes under the NPU row decode of sglang (EngramEmbedding._lookup and _forward_offload, "
+                   "spec/sources.md [SRC-PORT-SGLANG]), which takes the E8M0 scale as torch.pow(2.0, s - 127.0) in "
+                   "float32: 2^128 overflows to +inf for the scale 0xFF, so a non-zero code decodes as +-inf where "
+                   "§STO.2 decodes NaN (codes +-0 and the NaN codes still give NaN); the scales 0x00 ... 0xFE "
+                   "decode exactly.",
+                   "§STO.2", "e8m0-pow-inf");
+      break;
   }
 }
 
@@ -136,6 +150,13 @@ std::vector<uint16_t> DecodeRowWith(DecodeBug bug, const RowBytes& row) {
       return out;
     case DecodeBug::kNaNDecodedFinite:
       for (size_t j = 0; j < out.size(); ++j) out[j] = FiniteDecodeElement(row.codes[j], row.scales[j / kScaleBlock]);
+      return out;
+    case DecodeBug::kE8M0PowInf:
+      for (size_t j = 0; j < out.size(); ++j) {
+        const uint8_t scale = row.scales[j / kScaleBlock];
+        out[j] = IsNaNScale(scale) ? FloatToBf16(DecodeE4M3(row.codes[j]) * E8M0With(bug, scale))
+                                   : DecodeElement(row.codes[j], scale);
+      }
       return out;
     case DecodeBug::kNaNRowRefused:
       for (size_t j = 0; j < out.size(); ++j) {

@@ -32,11 +32,12 @@ enum class DecodeBug {
   kBlock128,      // element j decoded with scales[j / 128] (V4's 128-wide blocks) instead of scales[j / 32]
   kNaNDecodedFinite,  // no NaN: E4M3 0x7F / 0xFF as +-480, E8M0 0xFF as 2^128 (Luce-Org/lucebox's element decode)
   kNaNRowRefused,     // a row holding an E4M3 0x7F / 0xFF or an E8M0 0xFF refused (Luce-Org/lucebox's table read)
+  kE8M0PowInf,        // the scale as the float32 pow(2, s - 127): 0xFF -> +inf, not NaN (sglang's NPU decode)
 };
 
 // Every decode bug, in the order the suites note them.
 const std::vector<DecodeBug>& AllDecodeBugs();
-// "E8M0BitShift", "FlushToZero", "Block128", "NaNDecodedFinite", "NaNRowRefused".
+// "E8M0BitShift", "FlushToZero", "Block128", "NaNDecodedFinite", "NaNRowRefused", "E8M0PowInf".
 std::string DecodeBugFlag(DecodeBug bug);
 // The bug's KNOWN_DIVERGENCE note (SuiteBuilder::Divergence, with its planted bug).
 void AddDecodeBugNote(SuiteBuilder& b, DecodeBug bug);
@@ -47,7 +48,8 @@ void NoteDecodeBug(SuiteBuilder& b, DecodeBug bug);
 // (kNaNRowRefused): a refusal differs from every valid output under Bf16Differ, as the runner fails it.
 std::vector<uint16_t> DecodeRowWith(DecodeBug bug, const RowBytes& row);
 // §STO.1, §STO.2 An E4M3 code and an E8M0 scale as a port with the bug decodes them alone (the E4M3DecodeTest and
-// E8M0DecodeTest values, as float32): the reference's values except under kE8M0BitShift and kNaNDecodedFinite.
+// E8M0DecodeTest values, as float32): the reference's values except under kE8M0BitShift, kNaNDecodedFinite and
+// kE8M0PowInf.
 float E4M3With(DecodeBug bug, uint8_t code);
 float E8M0With(DecodeBug bug, uint8_t scale);
 // §STO.6 LookupRows with the bug's row decode (ids are checked as LookupRows does); empty when a row is refused.

@@ -98,10 +98,12 @@ ojson GenerateFp8() {
     std::vector<std::string> flags = WithMutantFlags({}, {Mutant::kE8M0BitShift}, [&](Mutant m) {
       return F32Hex(static_cast<float>(MutantE8M0(m, static_cast<uint8_t>(s)))) != F32Hex(static_cast<float>(v));
     });
-    const float finite = E8M0With(DecodeBug::kNaNDecodedFinite, static_cast<uint8_t>(s));
-    if (std::isnan(v) != std::isnan(finite) || (!std::isnan(v) && F32Hex(finite) != F32Hex(static_cast<float>(v)))) {
-      NoteDecodeBug(b, DecodeBug::kNaNDecodedFinite);
-      flags.push_back(DecodeBugFlag(DecodeBug::kNaNDecodedFinite));
+    for (DecodeBug bug : {DecodeBug::kNaNDecodedFinite, DecodeBug::kE8M0PowInf}) {
+      const float decoded = E8M0With(bug, static_cast<uint8_t>(s));
+      if (std::isnan(v) != std::isnan(decoded) || (!std::isnan(v) && F32Hex(decoded) != F32Hex(static_cast<float>(v)))) {
+        NoteDecodeBug(b, bug);
+        flags.push_back(DecodeBugFlag(bug));
+      }
     }
     // The other decode bugs leave the scale's float32 alone: FlushToZero flushes
     // in the product only (the conversion is bit-level), Block128 picks scales,

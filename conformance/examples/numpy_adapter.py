@@ -48,6 +48,7 @@ the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the ou
   block128               row decode with V4's 128-wide scale blocks: element j uses scale j // 128    Block128
   nan-decoded-finite     no NaN decode: E4M3 0x7F/0xFF as +-480, E8M0 0xFF as 2^128 (lucebox)        NaNDecodedFinite
   nan-row-refused        a row holding an E4M3 0x7F/0xFF or a scale 0xFF is refused (lucebox)         NaNRowRefused
+  e8m0-pow-inf           E8M0 scale as float32 pow(2, s - 127): 0xFF -> inf, not NaN (sglang NPU)     E8M0PowInf
   keep-neg-zero          row-sharded all_reduce keeps the owner's bits (-0 stays -0)                  NegZeroAllReduce
   local-as-global        a TP rank reads its local row id (id - begin) as a global row                TpLocalAsGlobal
   python-wrapper-decode  token texts through transformers' clean_up_tokenization                      PythonWrapperDecode
@@ -130,6 +131,7 @@ BUGS = {
     "no-signed-root": "GateNoSignedRoot",
     "gate-norm-eps-zero": "GateNormEpsZero",
     "mask-ignored": "MaskedGateNotZeroed",
+    "e8m0-pow-inf": "E8M0PowInf",
     "e8m0-shift": "E8M0BitShift",
     "nan-decoded-finite": "NaNDecodedFinite",
     "nan-row-refused": "NaNRowRefused",
@@ -519,11 +521,14 @@ def e8m0_value(scale):
     """§STO.2 2^(s-127), NaN for 0xFF (as a Python float: exact, 2^-127 included).
 
     --bug e8m0-shift: the shortcut float32(bits = s << 23): 0x00 -> 0.0, 0xFF -> inf.
+    --bug e8m0-pow-inf: float32 pow(2, s - 127) (sglang's NPU decode): 0xFF -> inf, the others exact.
     """
     if BUG == "e8m0-shift":
         return float(np.array([scale << 23], dtype=np.uint32).view(np.float32)[0])
     if BUG == "nan-decoded-finite" and scale == 0xFF:
         return float("inf")  # 2^128 as a float32 (ldexp(1, 128)), beyond its range
+    if BUG == "e8m0-pow-inf" and scale == 0xFF:
+        return float("inf")  # 2^128 overflows float32: torch.pow(2.0, 128.0) in float32 is +inf
     return float("nan") if scale == 0xFF else 2.0 ** (scale - 127)
 
 
