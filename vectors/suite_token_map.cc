@@ -688,6 +688,8 @@ enum class LookupPolicy {
                      // mask of one entry is broadcast over every position ([1, 1] over
                      // [1, L]); other lengths raise there (torch.where, or the cache's
                      // slice assignment), as §HASH.1 refuses them
+  kClampToTable,     // sglang's EngramHasher.forward (spec/sources.md [SRC-PORT-SGLANG]): every raw
+                     // id clamped into [0, T - 1] before token_map[...], raw -1 included; then the mask
 };
 
 // §HASH.1 The compressed ids of a TokenLookupTest: {"result", "ids"} or
@@ -727,6 +729,12 @@ ojson LookupExpected(const TokenMap& map, const json& test, Profile profile, Loo
       for (size_t i = 0; i < raw.size(); ++i) {
         const bool outside = raw[i] < 0 || raw[i] >= map.tokens();
         const int64_t c = outside ? 0 : map.map[static_cast<size_t>(raw[i])];
+        ids.push_back(!mask.empty() && mask[i] == 0 ? kDead : c);
+      }
+    } else if (policy == LookupPolicy::kClampToTable && profile == Profile::kV41) {
+      const int64_t t = map.tokens();
+      for (size_t i = 0; i < raw.size(); ++i) {
+        const int64_t c = map.map[static_cast<size_t>(std::clamp<int64_t>(raw[i], 0, t - 1))];
         ids.push_back(!mask.empty() && mask[i] == 0 ? kDead : c);
       }
     } else if (policy == LookupPolicy::kOfficialIndexing && profile == Profile::kV41) {
@@ -802,6 +810,17 @@ void AddLookupTest(SuiteBuilder& b, size_t g, const std::string& text, const Tok
   if (v41 && outcome(LookupExpected(reference, in, profile, LookupPolicy::kMaskBroadcast)) != outcome(expected)) {
     NoteMaskBroadcast(b);
     flags.push_back(kMaskBroadcastFlag);
+  }
+  if (v41 && LookupExpected(reference, in, profile, LookupPolicy::kClampToTable) != expected) {
+    if (!b.HasNote("RawIdClamped")) {
+      b.Divergence("RawIdClamped",
+                   "Changes under the lookup of sglang (EngramHasher.forward, v4.1, spec/sources.md "
+                   "[SRC-PORT-SGLANG]), which clamps every raw id into [0, T - 1] before the map: raw -1 reads "
+                   "map[0] instead of DEAD, a raw id >= T reads map[T - 1] and one below -1 map[0] instead of "
+                   "a refusal.",
+                   "§HASH.1", "raw-clamp");
+    }
+    flags.push_back("RawIdClamped");
   }
   // The tokenizers here are valid: a port reading them through the Hugging Face loader builds the same map.
   if (const std::optional<std::string> read = HfLoaderRead(text);

@@ -69,6 +69,7 @@ the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the ou
   raw-beyond-dead        v4.1: a raw id >= T becomes DEAD (a llama.cpp fork) instead of a refusal     RawIdBeyondTokenizerDead
   raw-outside-pad        v4.1: a raw id outside [0, T), -1 included, becomes the pad (lucebox)       RawIdOutsideTokenizerPad
   official-indexing      v4.1: token_map[raw] with torch indexing (-1 -> map[T-1]), then the mask     OfficialTorchIndexing
+  raw-clamp              v4.1: raw ids clamped into [0, T-1] before the map, then the mask (sglang)   RawIdClamped
   upstream-layer-seed    demo: any seed + 10007 * layer_id >= 0 accepted (numpy takes any size)        UpstreamLayerSeedUnchecked
   miller-rabin-61        the prime test declares 61 composite (vLLM's _is_prime: 61 is its own witness) MillerRabinWitness61
   non-finite-activation  fp8 act_quant takes inf / NaN (the official CPU kernel): every kv NaN              NonFiniteActivationAccepted
@@ -132,6 +133,7 @@ BUGS = {
     "gate-norm-eps-zero": "GateNormEpsZero",
     "mask-ignored": "MaskedGateNotZeroed",
     "e8m0-pow-inf": "E8M0PowInf",
+    "raw-clamp": "RawIdClamped",
     "e8m0-shift": "E8M0BitShift",
     "nan-decoded-finite": "NaNDecodedFinite",
     "nan-row-refused": "NaNRowRefused",
@@ -995,7 +997,9 @@ def token_lookup_test(group, test):
         raise ValueError(f"mask: {len(mask)} entries for {len(raw)} ids")
     out = []
     for i, x in enumerate(raw):
-        if BUG == "raw-outside-pad" and v41 and not 0 <= x < len(cmap):
+        if BUG == "raw-clamp" and v41:
+            c = cmap[min(max(x, 0), len(cmap) - 1)]  # sglang: tokens.clamp(0, T - 1) before the map
+        elif BUG == "raw-outside-pad" and v41 and not 0 <= x < len(cmap):
             c = cmap[0]  # lucebox's compress: outside the map is the pad (a lookup test has none: any id will do)
         elif BUG == "official-indexing" and v41 and -len(cmap) <= x < 0:
             c = cmap[x]  # the official V4.1 code: token_map[input_ids], torch indexing wraps (-1 -> T - 1)
