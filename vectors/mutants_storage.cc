@@ -192,6 +192,7 @@ std::string ShardBugFlag(ShardBug bug) {
   switch (bug) {
     case ShardBug::kKeepNegZero: return "NegZeroAllReduce";
     case ShardBug::kLocalAsGlobal: return "TpLocalAsGlobal";
+    case ShardBug::kEvenShardsOnly: return "ShardsMustDivide";
   }
   return "";
 }
@@ -211,12 +212,22 @@ void AddShardBugNote(SuiteBuilder& b, ShardBug bug) {
                    "global row of the table: an id owned by a rank >= 1 reads another row.",
                    "§STO.7", "local-as-global");
       break;
+    case ShardBug::kEvenShardsOnly:
+      b.Divergence("ShardsMustDivide",
+                   "A table whose rows are not a multiple of world has a shorter last shard (part = ceil(rows / "
+                   "world)), and every rank still answers. Changes under the known bug of a row-sharded table that "
+                   "requires rows % world == 0 and refuses the others (sglang's EngramEmbedding asserts "
+                   "num_embeddings % tp_size == 0, spec/sources.md [SRC-PORT-SGLANG], which the real layer-14 table "
+                   "of 384,016,682 rows fails at world 4 and 8): a valid lookup refused.",
+                   "§STO.7", "even-shards-only");
+      break;
   }
 }
 
 std::vector<uint16_t> RowShardLookupWith(std::optional<ShardBug> bug, std::optional<DecodeBug> decode,
                                          const RowSource& table, std::span<const int64_t> row_ids, int world) {
   CheckRowIds(table, row_ids);
+  if (bug == ShardBug::kEvenShardsOnly && table.rows() % world != 0) return {};  // the port refuses the table
   const size_t d = static_cast<size_t>(table.head_dim());
   auto decode_row = [&](int64_t row) { return decode ? DecodeRowWith(*decode, table.Row(row)) : DecodeRow(table.Row(row)); };
   std::vector<std::vector<uint16_t>> parts;

@@ -60,9 +60,10 @@ bool Bf16Differ(std::span<const uint16_t> a, std::span<const uint16_t> b);
 enum class ShardBug {
   kKeepNegZero,    // the masked all_reduce keeps the owner's bits (-0 stays -0) instead of summing the ranks' +0
   kLocalAsGlobal,  // a rank reads global row (id - begin), its local id, instead of global row id
+  kEvenShardsOnly, // a table whose rows are not a multiple of world is refused (sglang's EngramEmbedding asserts)
 };
 
-// "NegZeroAllReduce", "TpLocalAsGlobal".
+// "NegZeroAllReduce", "TpLocalAsGlobal", "ShardsMustDivide".
 std::string ShardBugFlag(ShardBug bug);
 // The bug's KNOWN_DIVERGENCE note.
 void AddShardBugNote(SuiteBuilder& b, ShardBug bug);

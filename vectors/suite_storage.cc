@@ -487,7 +487,7 @@ int64_t NegZeroRow(const RowSource& s, int64_t from) {
 }
 
 // The shard bugs a row-sharded port is checked against (§VEC.12).
-constexpr ShardBug kShardBugs[] = {ShardBug::kLocalAsGlobal, ShardBug::kKeepNegZero};
+constexpr ShardBug kShardBugs[] = {ShardBug::kLocalAsGlobal, ShardBug::kKeepNegZero, ShardBug::kEvenShardsOnly};
 
 void AddTpNotes(SuiteBuilder& b) {
   b.Header("Tensor-parallel lookup of a real-size v4.1 table (synthetic, §STO.5). Row sharding: rank r owns rows");
@@ -670,6 +670,43 @@ void AddHeadShardShapes(SuiteBuilder& b, const RowSource& src, int64_t neg_row) 
   }
 }
 
+// §STO.7 The real layer-14 table (384,016,682 rows, spec/layout.md) at world 4
+// and 8, where rows % world = 2: the last shard is two rows short, and a
+// port must still answer (a port that requires equal shards refuses it:
+// ShardsMustDivide). Appended after the other groups so that their tcIds stay.
+void AddShortLastShardGroups(SuiteBuilder& b) {
+  constexpr int64_t kLayer14Rows = 384016682;
+  auto src = SyntheticTable(kSeed, kLayer14Rows, kHeadDim, false);
+  for (int world : {4, 8}) {
+    const int64_t part = ShardPart(kLayer14Rows, world);
+    const size_t g = b.Group({{"type", "RowShardTest"},
+                              {"comment", "the layer-14 table, world " + std::to_string(world) + ", part " +
+                                              std::to_string(part) + ": the last shard is " +
+                                              std::to_string(world * part - kLayer14Rows) + " rows short"},
+                              {"table", TableJson("synthetic", kSeed, kLayer14Rows, kHeadDim, false)},
+                              {"world", world},
+                              {"part", part},
+                              {"shards", ShardsJson(kLayer14Rows, world)}});
+    std::vector<int64_t> ids = {0, kLayer14Rows - 1};
+    for (int r = 0; r < world; ++r) {
+      const Shard s = RowShard(kLayer14Rows, r, world);
+      ids.push_back(s.begin);
+      ids.push_back(s.end - 1);
+    }
+    const std::vector<uint16_t> reduced = Reduced(*src, ids, world);
+    const std::vector<std::string> flags =
+        ComputedFlags(b, {"ShardBoundary", "ShortLastShard"}, reduced,
+                       [&](std::optional<ShardBug> bug, std::optional<DecodeBug> decode) {
+                         return RowShardLookupWith(bug, decode, *src, ids, world);
+                       },
+                       true);
+    b.Test(g, "boundary rows of every shard, the short last one's last row included", flags, {"§STO.6", "§STO.7"},
+           {{"rowIds", ids}, {"result", "valid"}, {"rows", RowsHex(reduced, kHeadDim)},
+            {"intermediate",
+             {{"owners", OwnersJson(kLayer14Rows, world, ids)}, {"unsharded", RowsHex(LookupRows(*src, ids), kHeadDim)}}}});
+  }
+}
+
 ojson GenerateTp() {
   SuiteBuilder b("tp_shard", "storage.schema.json", "ENGRAM-TP-SHARD");
   AddTpNotes(b);
@@ -678,6 +715,7 @@ ojson GenerateTp() {
   AddRowShardGroups(b, *src, neg_row);
   AddHeadShardGroups(b, *src, neg_row);
   AddHeadShardShapes(b, *src, neg_row);
+  AddShortLastShardGroups(b);
   return b.Finish();
 }
 

@@ -51,6 +51,7 @@ the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the ou
   e8m0-pow-inf           E8M0 scale as float32 pow(2, s - 127): 0xFF -> inf, not NaN (sglang NPU)     E8M0PowInf
   keep-neg-zero          row-sharded all_reduce keeps the owner's bits (-0 stays -0)                  NegZeroAllReduce
   local-as-global        a TP rank reads its local row id (id - begin) as a global row                TpLocalAsGlobal
+  even-shards-only       row sharding refuses rows % world != 0 (sglang's EngramEmbedding assert)     ShardsMustDivide
   python-wrapper-decode  token texts through transformers' clean_up_tokenization                      PythonWrapperDecode
   added-token-content    an added token's text is its content as is (no byte table)                   AddedTokenByteLevel
   sentinel-less          normalizer without the U+E000 sentinel steps (" " strips to "")              SentinelLessNormalizer
@@ -141,6 +142,7 @@ BUGS = {
     "block128": "Block128",
     "keep-neg-zero": "NegZeroAllReduce",
     "local-as-global": "TpLocalAsGlobal",
+    "even-shards-only": "ShardsMustDivide",
     "python-wrapper-decode": "PythonWrapperDecode",
     "added-token-content": "AddedTokenByteLevel",
     "sentinel-less": "SentinelLessNormalizer",
@@ -698,8 +700,11 @@ def row_shard_lookup(table, ids, world):
 
     --bug local-as-global: the rank reads its local row id as a row of the whole table.
     --bug keep-neg-zero: the reduction takes the owner rank's bits (no +0 of the other ranks added: -0 stays).
+    --bug even-shards-only: a table whose rows are not a multiple of world is refused (sglang's assert).
     """
     table.check(ids)
+    if BUG == "even-shards-only" and table.rows % world:
+        raise ValueError(f"num_embeddings {table.rows} % tp_size {world} != 0: equal shards only")
     ids = np.asarray(ids, dtype=np.int64)
     acc = None
     for rank in range(world):
