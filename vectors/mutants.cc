@@ -26,6 +26,7 @@ std::string MutantFlag(Mutant m) {
     case Mutant::kPythonWrapperDecode: return "PythonWrapperDecode";
     case Mutant::kRowIdUint32: return "RowIdUint32";
     case Mutant::kRowIdInt32: return "RowIdInt32";
+    case Mutant::kNegativeIdToPad: return "NegativeIdToPad";
   }
   return "";
 }
@@ -35,7 +36,7 @@ std::vector<Mutant> MutantsFor(Profile profile) {
     return {Mutant::kNoDeadBlocking, Mutant::kDeadAsId, Mutant::kInt32Multipliers, Mutant::kRowIdUint32,
             Mutant::kRowIdInt32};
   }
-  return {Mutant::kTruncatedMod, Mutant::kInt32Multipliers};
+  return {Mutant::kTruncatedMod, Mutant::kInt32Multipliers, Mutant::kNegativeIdToPad};
 }
 
 std::vector<int64_t> MutantMultipliers(Mutant m, int64_t seed, int64_t layer_id, int64_t v, int max_ngram) {
@@ -64,7 +65,9 @@ std::vector<int64_t> MutantRows(Mutant m, const Layout& layout, const std::vecto
     bool block = false;
     for (int s = 0; s < w; ++s) {
       const bool before = first_position + static_cast<int64_t>(t) < s;
-      const int64_t x = before ? layout.pad : ids[t - static_cast<size_t>(s)];
+      int64_t x = before ? layout.pad : ids[t - static_cast<size_t>(s)];
+      // demo-v1 hashes negative ids as they are (§HASH.1); this port replaces them by the pad.
+      if (layout.profile == Profile::kDemoV1 && m == Mutant::kNegativeIdToPad && x < 0) x = layout.pad;
       if (layout.profile == Profile::kV41 && m == Mutant::kDeadAsId) {
         block = before;  // DEAD is just another value: -1 * m mixes in like any id
       } else if (layout.profile == Profile::kV41) {

@@ -33,11 +33,12 @@ enum class Mutant {
   kPythonWrapperDecode,  // token texts decoded through transformers' Python wrapper (clean_up_tokenization)
   kRowIdUint32,       // v4.1: row ids stored as uint32_t, so a row id >= 2^32 comes out mod 2^32 (Luce-Org/lucebox)
   kRowIdInt32,        // v4.1: row ids kept as int32, so a row id >= 2^31 does not fit (vLLM's int32 hash output)
+  kNegativeIdToPad,   // demo-v1: a negative id hashed as the pad (a llama.cpp port: compute_hash maps tid < 0 to pad_id)
 };
 
 // The note flag of a mutant: "NoDeadBlocking", "DeadAsOrdinaryId", "FloorMod",
 // "Int32Multipliers", "SignedZeroCopysign", "E8M0BitShift", "PythonWrapperDecode", "RowIdUint32",
-// "RowIdInt32".
+// "RowIdInt32", "NegativeIdToPad".
 std::string MutantFlag(Mutant m);
 // The hash-family mutants that can change outputs of `profile`.
 std::vector<Mutant> MutantsFor(Profile profile);

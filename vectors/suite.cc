@@ -240,6 +240,13 @@ void AddMutantNotes(SuiteBuilder& b, const std::vector<Mutant>& mutants) {
                      "real V4.1 geometry is not affected (384,006,168 rows per layer, every row id below 2^31).",
                      "§HASH.4", "row-id-int32");
         break;
+      case Mutant::kNegativeIdToPad:
+        b.Divergence("NegativeIdToPad",
+                     "demo-v1 hashes a negative id as it is (§HASH.1). Changes under the known bug of a port that "
+                     "hashes every negative id as the pad (a llama.cpp port, compute_hash: tid < 0 becomes pad_id, "
+                     "spec/sources.md [SRC-PORT-LLAMACPP-ENGRAM]).",
+                     "§HASH.1", "negative-to-pad");
+        break;
     }
   }
 }

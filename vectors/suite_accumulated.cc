@@ -81,7 +81,8 @@ ojson GenerateAccumulated() {
   b.Header("Accumulated vectors (§CONF.5): the stream of §CONF.5 hashed as one sequence from its start; sha256 is the");
   b.Header("SHA-256 over every row id in output order, each as int64 little-endian. Protocol op: accumulate.");
   b.Note("Accumulated", "BASIC", "Millions of positions, DEAD/negative ids included, folded into one digest.", "§CONF.5");
-  AddMutantNotes(b, {Mutant::kNoDeadBlocking, Mutant::kDeadAsId, Mutant::kTruncatedMod, Mutant::kInt32Multipliers});
+  AddMutantNotes(b, {Mutant::kNoDeadBlocking, Mutant::kDeadAsId, Mutant::kTruncatedMod, Mutant::kInt32Multipliers,
+                     Mutant::kNegativeIdToPad});
   struct G {
     ojson config;
     std::string profile;

@@ -114,7 +114,8 @@ void AddHashStateNotes(SuiteBuilder& b) {
          "A history that does not fit the layout (wrong id count for its position, an id >= V, another layout's "
          "fingerprint): implementations must refuse to import it.",
          "§HASH.9");
-  AddMutantNotes(b, {Mutant::kNoDeadBlocking, Mutant::kDeadAsId, Mutant::kTruncatedMod, Mutant::kInt32Multipliers});
+  AddMutantNotes(b, {Mutant::kNoDeadBlocking, Mutant::kDeadAsId, Mutant::kTruncatedMod, Mutant::kInt32Multipliers,
+                     Mutant::kNegativeIdToPad});
 }
 
 struct GroupSpec {

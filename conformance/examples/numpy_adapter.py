@@ -71,6 +71,7 @@ the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the ou
   raw-outside-pad        v4.1: a raw id outside [0, T), -1 included, becomes the pad (lucebox)       RawIdOutsideTokenizerPad
   official-indexing      v4.1: token_map[raw] with torch indexing (-1 -> map[T-1]), then the mask     OfficialTorchIndexing
   raw-clamp              v4.1: raw ids clamped into [0, T-1] before the map, then the mask (sglang)   RawIdClamped
+  negative-to-pad        demo-v1: a negative id is hashed as the pad (a llama.cpp port)               NegativeIdToPad
   upstream-layer-seed    demo: any seed + 10007 * layer_id >= 0 accepted (numpy takes any size)        UpstreamLayerSeedUnchecked
   miller-rabin-61        the prime test declares 61 composite (vLLM's _is_prime: 61 is its own witness) MillerRabinWitness61
   non-finite-activation  fp8 act_quant takes inf / NaN (the official CPU kernel): every kv NaN              NonFiniteActivationAccepted
@@ -135,6 +136,7 @@ BUGS = {
     "mask-ignored": "MaskedGateNotZeroed",
     "e8m0-pow-inf": "E8M0PowInf",
     "raw-clamp": "RawIdClamped",
+    "negative-to-pad": "NegativeIdToPad",
     "e8m0-shift": "E8M0BitShift",
     "nan-decoded-finite": "NaNDecodedFinite",
     "nan-row-refused": "NaNRowRefused",
@@ -384,6 +386,8 @@ def hash_rows(layout, history, position, ids):
                 blocked = blocked | before | (x == DEAD)
         else:
             blocked = before
+            if BUG == "negative-to-pad":
+                x = np.where(x < 0, pad, x)  # a llama.cpp port: a negative id is hashed as the pad
         tokens.append(np.where(blocked, pad, x))
         if BUG == "ngram-cap-4" and s >= 4:
             tokens[s] = np.full(n, pad, dtype=np.int64)
