@@ -29,6 +29,7 @@ __all__ = [
     "Error", "Layout", "hash", "HashState", "TokenMap", "token_map", "decode_rows", "tp_shard", "head_shard",
     "gate_v41", "gate_demo", "fuse_v41_stream", "DemoParams", "short_conv", "demo_forward", "explain",
     "random_cases", "judge", "Verdict", "cases", "Case", "SPEC_VERSION", "RANDOM_VERSION", "vectors",
+    "batches", "Batch",
 ]
 
 SPEC_VERSION: str = _core.SPEC_VERSION
@@ -245,6 +246,7 @@ def explain(layout: Layout, ids: Any, position: Optional[int] = None):
 
 from . import vectors  # noqa: E402
 from .vectors import Case, Verdict, judge, random_cases  # noqa: E402
+from .batch import Batch  # noqa: E402
 
 
 def cases(suite: str, type: Optional[str] = None, **kw: Any):  # noqa: A002
@@ -252,3 +254,11 @@ def cases(suite: str, type: Optional[str] = None, **kw: Any):  # noqa: A002
     as the ``engram_case`` fixture. See engram.pytest_plugin."""
     import pytest
     return pytest.mark.engram_cases(suite, type=type, **kw)
+
+
+def batches(suite: str, type: Optional[str] = None, size: Optional[int] = 64, **kw: Any):  # noqa: A002
+    """Decorator: one pytest test per batch of ``suite``'s cases (consecutive cases of one group, ``size`` at a
+    time; the whole group when None), handed to the test as the ``engram_batch`` fixture (engram.batch.Batch):
+    the port answers them in one call, each is judged alone. See engram.batch."""
+    import pytest
+    return pytest.mark.engram_batches(suite, type=type, size=size, **kw)

@@ -10,6 +10,10 @@ As strict as ``engram conform`` (§CONF.4): the vectors are checked by the same 
 whose engram cases tested nothing (every case unsupported, or only trivial ones) fails, as does a suite answered
 only ``unsupported``; an unknown ``type=`` is an error; the options are checked before the run.
 
+``@engram.batches("hash_v41", type="HashTest", size=64)`` on a test taking the ``engram_batch`` fixture makes one
+test per batch of cases instead (engram.batch: one call for many cases, each judged alone, held to the same
+rules).
+
 Options: ``--engram-random N --engram-seed S`` adds the N random cases ``engram conform --random N --seed S``
 asks (§CONF.7), each drawn when its test runs; ``--engram-save-failures DIR`` writes the failing cases as a
 vectors directory that ``engram conform --vectors DIR`` replays; ``--engram-shard-index I --engram-shard-count N``
@@ -23,6 +27,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
+from . import batch as _batch
 from . import vectors as _vectors
 from . import _core
 from ._core import Error, random_suites
@@ -62,6 +67,8 @@ def resolve_shard(index: Optional[str], count: Optional[str], env: Dict[str, str
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "engram_cases(suite, type=None): one test per tcId of an Engram vector suite "
                                        "(engram.cases); the test takes the engram_case fixture")
+    config.addinivalue_line("markers", "engram_batches(suite, type=None, size=64): one test per batch of cases "
+                                       "(engram.batches); the test takes the engram_batch fixture")
     # §CONF.4 the options, checked before anything is collected or run, by the runner's rules.
     try:
         config._engram_random = _core.decimal_in(  # type: ignore[attr-defined]
@@ -128,6 +135,8 @@ def case_params(suite: str, type_: Optional[str], n_random: int, seed: int) -> L
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "engram_batch" in metafunc.fixturenames:
+        _generate_batches(metafunc)
     if "engram_case" not in metafunc.fixturenames:
         return
     marks = list(metafunc.definition.iter_markers("engram_cases"))
@@ -173,6 +182,9 @@ def _record(case: _vectors.Case, status: str, reason: str) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     report = outcome.get_result()
+    batch = getattr(item, "funcargs", {}).get("engram_batch")
+    if isinstance(batch, _batch.Batch):
+        _report_batch(batch, report)
     case = getattr(item, "funcargs", {}).get("engram_case")
     if not isinstance(case, _vectors.Case):
         return
@@ -193,6 +205,66 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         _record(case, "fail", case.verdict.reason if case.verdict is not None else "not judged")
     if report.failed:
         _FAILED.append(case)
+
+
+def _generate_batches(metafunc: pytest.Metafunc) -> None:
+    """engram.batches: the marks' cases (fixed vectors, then --engram-random's, as case_params gives them),
+    numbered and cut to this shard as engram_case numbers them, then batched (engram.batch.batch_params)."""
+    marks = list(metafunc.definition.iter_markers("engram_batches"))
+    if not marks:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: takes engram_batch but has no @engram.batches(...)")
+    sizes = {m.kwargs.get("size", 64) for m in marks}
+    if len(sizes) != 1:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: its @engram.batches marks give sizes "
+                                f"{sorted(sizes, key=str)}; one size per test")
+    config = metafunc.config
+    index, count, _ = config._engram_shard  # type: ignore[attr-defined]
+    items: List[Any] = []
+    try:
+        for m in marks:
+            suite = m.args[0] if m.args else m.kwargs["suite"]
+            items.extend(case_params(suite, m.kwargs.get("type"), config._engram_random,  # type: ignore[attr-defined]
+                                     config._engram_seed))  # type: ignore[attr-defined]
+        batches = _batch.batch_params([c for i, c in enumerate(items) if i % count == index], sizes.pop())
+    except (Error, ValueError) as e:
+        raise pytest.UsageError(f"engram: {e}") from None
+    params = []
+    for b in batches:
+        for f in b.flags:
+            config.addinivalue_line("markers", f"{f}: Engram vector flag (engram.vectors notes)")
+        params.append(pytest.param(b, id=b.id, marks=[getattr(pytest.mark, f) for f in b.flags]))
+    metafunc.parametrize("engram_batch", params, indirect=True)
+
+
+@pytest.fixture
+def engram_batch(request: pytest.FixtureRequest) -> _batch.Batch:
+    """The batch of this test (its random cases are drawn now)."""
+    return request.param.draw()
+
+
+def _report_batch(batch: _batch.Batch, report: pytest.TestReport) -> None:
+    """engram_case's rules for every case of a batch: outcomes recorded for the session's verdict, a batch never
+    judged fails, the failing cases saved."""
+    if report.when == "setup" and report.skipped:
+        for c in batch.cases:
+            _record(c, "skipped", "skipped")
+    if report.when != "call":
+        return
+    if report.passed and not batch.verdicts:
+        report.outcome = "failed"
+        report.longrepr = (f"engram: {batch.id}: the test took engram_batch but never judged it (call "
+                           f"engram_batch.check(port), or engram_batch.judge(answer))")
+    judged = {id(v.case): v for v in batch.verdicts}
+    for c in batch.cases:
+        v = judged.get(id(c))
+        if report.skipped:
+            _record(c, "skipped", "unsupported" if batch.unsupported else "skipped")
+        elif v is not None and (v.ok or report.failed):
+            _record(c, v.status, v.reason)
+        else:
+            _record(c, "fail", "not judged")
+    if report.failed:
+        _FAILED.extend(batch.failed or [c for c in batch.cases if id(c) not in judged] or batch.cases)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

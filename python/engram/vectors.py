@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
@@ -69,17 +70,20 @@ def load(suite: str) -> Dict[str, Any]:
 
 
 def _plain(x: Any) -> Any:
-    """numpy values as JSON values: exact ints stay ints (§CONF.1), arrays become lists."""
+    """numpy values as JSON values: exact ints stay ints (§CONF.1), arrays become lists; a NaN or an infinity
+    becomes its float.hex() text ("nan", "inf", "-inf"), which JSON has no number for (§FUS.9)."""
     if isinstance(x, np.ndarray):
-        return x.tolist()
+        return _plain(x.tolist())
     if isinstance(x, np.generic):
-        return x.item()
+        return _plain(x.item())
+    if isinstance(x, float) and not math.isfinite(x):
+        return x.hex()
     if isinstance(x, Mapping):
         return {str(k): _plain(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
         return [_plain(v) for v in x]
     if hasattr(x, "tolist") and hasattr(x, "dtype"):  # torch tensors and the like
-        return x.tolist()
+        return _plain(x.tolist())
     return x
 
 
