@@ -266,10 +266,10 @@ class ShortConvState {
   // §FUS.7's choices, which a planted port changes (vectors/mutants_fusion.cc).
   double norm_eps_ = kShortConvNormEps;  ///< the RMSNorm's eps
   bool taps_reversed_ = false;  ///< tap j reads j dilations back (flag TapOrder)
-  DemoParams q_;
-  size_t capacity_;
-  Precision p_;
-  size_t depth_ = 0;
+  DemoParams q_;        ///< the layer's sizes and ShortConv weights
+  size_t capacity_;     ///< the rollback capacity c
+  Precision p_;         ///< float64 reference or float32 mirror
+  size_t depth_ = 0;    ///< the rollback depth d (§HASH.6's rule, in steps)
   std::vector<double> kept_;  ///< [W + at most capacity][hc*hidden], oldest first
 };
 
