@@ -12,10 +12,20 @@
 //   runner reports their tests skipped (unsupported), never failed.
 // ds4 hashes one fixed geometry (ds4_engram.h: 2 layers, max n-gram 4, 8 heads): another layout is refused
 // at engram_hasher_create, naming the geometry.
+//
+// The identity map is as long as V (random layouts draw V up to 2^31: 8 GiB of uint32_t), but ds4 reads only
+// the entries of the ids it hashes. So the map is reserved, not filled: an anonymous mapping of V entries
+// (MAP_NORESERVE) whose pages are written, identity, just before ds4 reads an id in them. ds4 still sees a
+// map of V entries (its bounds check `tokens[i] >= vocab_size` is the port's), and memory grows with the
+// pages the tests' ids touch. ds4_engram_layout_valid, which reads every entry, runs once on the first page.
+#include <sys/mman.h>
+
 #include <cstdint>
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "conformance/plugins/abi_shims.h"
@@ -26,9 +36,44 @@ extern "C" {
 #include "ds4_engram.h"
 }
 
+namespace {
+
+// The identity map of V ids, written a page at a time as ids need it (shared by a hasher and its forks).
+class IdentityMap {
+ public:
+  static constexpr size_t kPage = 1024;  // entries per page written (4 KiB)
+
+  explicit IdentityMap(uint32_t v) : size_(v) {
+    void* p = mmap(nullptr, Bytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) throw engram::Error("cannot reserve an identity token map of " + std::to_string(v) + " ids");
+    base_ = static_cast<uint32_t*>(p);
+  }
+  IdentityMap(const IdentityMap&) = delete;
+  IdentityMap& operator=(const IdentityMap&) = delete;
+  ~IdentityMap() { munmap(base_, Bytes()); }
+
+  const uint32_t* data() const { return base_; }
+  // Writes the entries of the page holding id (ids outside [0, V) are the port's to refuse: nothing to write).
+  void Cover(int64_t id) {
+    if (id < 0 || id >= static_cast<int64_t>(size_)) return;
+    const size_t page = static_cast<size_t>(id) / kPage;
+    if (!written_.insert(page).second) return;
+    const size_t end = std::min<size_t>(size_, (page + 1) * kPage);
+    for (size_t i = page * kPage; i < end; ++i) base_[i] = static_cast<uint32_t>(i);
+  }
+
+ private:
+  size_t Bytes() const { return std::max<size_t>(size_, 1) * sizeof(uint32_t); }
+  uint32_t* base_ = nullptr;
+  size_t size_;
+  std::unordered_set<size_t> written_;
+};
+
+}  // namespace
+
 struct engram_hasher {
   ds4_engram_layout layout;
-  std::vector<uint32_t> token_map;  // identity, owned here (ds4_engram_layout points at it)
+  std::shared_ptr<IdentityMap> token_map;  // ds4_engram_layout points into it
   ds4_engram_history history;
   int64_t position = 0;
 };
@@ -78,10 +123,12 @@ engram_hasher* engram_hasher_create(const engram_layout* layout, size_t /*rollba
     }
     auto* h = new engram_hasher{};
     const auto v = static_cast<uint32_t>(l.compressed_vocab_size);
-    h->token_map.resize(v);
-    for (uint32_t i = 0; i < v; ++i) h->token_map[i] = i;
-    h->layout.token_map = h->token_map.data();
-    h->layout.vocab_size = v;
+    h->token_map = std::make_shared<IdentityMap>(v);
+    h->token_map->Cover(0);
+    h->layout.token_map = h->token_map->data();
+    // ds4_engram_layout_valid reads all vocab_size entries: it checks them on the first page (every entry of an
+    // identity map is below V alike), then the map is V entries long as ds4 hashes
+    h->layout.vocab_size = std::min<uint32_t>(v, IdentityMap::kPage);
     h->layout.compressed_vocab_size = v;
     h->layout.pad_id = static_cast<uint32_t>(l.pad);
     for (int layer = 0; layer < DS4_ENGRAM_LAYERS; ++layer) {
@@ -95,6 +142,7 @@ engram_hasher* engram_hasher_create(const engram_layout* layout, size_t /*rollba
       delete h;
       throw engram::Error("ds4_engram_layout_valid refused the layout");
     }
+    h->layout.vocab_size = v;
     ds4_engram_history_reset(&h->history);
     return h;
   } catch (const std::exception& e) {
@@ -104,9 +152,8 @@ engram_hasher* engram_hasher_create(const engram_layout* layout, size_t /*rollba
 }
 
 engram_hasher* engram_hasher_fork(const engram_hasher* h) {
-  auto* copy = new engram_hasher(*h);  // "copying this value also snapshots the complete hash state" (ds4_engram.h)
-  copy->layout.token_map = copy->token_map.data();
-  return copy;
+  // "copying this value also snapshots the complete hash state" (ds4_engram.h); the map is shared, read-only to ds4
+  return new engram_hasher(*h);
 }
 
 void engram_hasher_destroy(engram_hasher* h) { delete h; }
@@ -119,6 +166,7 @@ int engram_hasher_append(engram_hasher* h, const int64_t* ids, size_t n, int64_t
       if (ids[i] < INT32_MIN || ids[i] > INT32_MAX) throw engram::Error("ids: beyond ds4's int tokens");
       mask[i] = ids[i] != DS4_ENGRAM_DEAD;
       tokens[i] = mask[i] ? static_cast<int>(ids[i]) : 0;  // DEAD goes through the mask
+      h->token_map->Cover(tokens[i]);
     }
     std::vector<uint32_t> out(n * DS4_ENGRAM_LAYERS * DS4_ENGRAM_COLS);
     ds4_engram_history next = h->history;
