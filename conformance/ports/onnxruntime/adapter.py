@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""JSON-lines adapter for onnxruntime's Engram contrib ops on the CPU (com.microsoft NGramHashMapping,
+VarlenNGramHashMapping, EngramGate), as a released wheel ships them. See README.md beside this file.
+
+The checkout is the unpacked wheel (scripts/ports_restore.py restores it from the pinned wheel): the adapter
+imports that onnxruntime, builds small ONNX graphs with the onnx package and runs them on the
+CPUExecutionProvider. Nothing of onnxruntime is built or changed here.
+
+Run: engram conform --vectors vectors --exec "python3 conformance/ports/onnxruntime/adapter.py --checkout DIR"
+"""
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from portlib import DEAD, Adapter, Unsupported, hash_state_test, main  # noqa: E402
+
+MS = "com.microsoft"
+
+
+def hexf(x):
+    return float(x).hex()
+
+
+class Ort(Adapter):
+    name = "onnxruntime contrib ops NGramHashMapping / VarlenNGramHashMapping / EngramGate (CPU)"
+    suites = ["hash_demo", "hash_v41", "gate_demo"]
+    profiles = ["demo-v1", "v4.1"]
+
+    def __init__(self, checkout):
+        super().__init__(checkout)
+        sys.path.insert(0, checkout)
+        import onnxruntime  # the checkout's: the unpacked wheel
+        if not os.path.abspath(onnxruntime.__file__).startswith(os.path.abspath(checkout) + os.sep):
+            raise SystemExit(f"imported onnxruntime from {onnxruntime.__file__}, not from the checkout {checkout}")
+        import onnx
+        from onnx import TensorProto, helper
+        self.ort, self.onnx, self.helper, self.TP = onnxruntime, onnx, helper, TensorProto
+        self.version = onnxruntime.__version__
+        self.sessions = {}
+
+    # ------------------------------------------------------------------ graphs
+
+    def session(self, key, build):
+        if key not in self.sessions:
+            graph = build()
+            model = self.helper.make_model(graph, opset_imports=[self.helper.make_opsetid("", 17),
+                                                                  self.helper.make_opsetid(MS, 1)])
+            model.ir_version = 8
+            opts = self.ort.SessionOptions()
+            opts.intra_op_num_threads = 1
+            opts.inter_op_num_threads = 1
+            opts.log_severity_level = 3
+            self.sessions[key] = self.ort.InferenceSession(model.SerializeToString(), opts,
+                                                           providers=["CPUExecutionProvider"])
+        return self.sessions[key]
+
+    def hash_session(self, m, heads, pad, varlen):
+        """One NGramHashMapping node (or VarlenNGramHashMapping with its state inputs) for one layer: the layer's
+        multipliers, primes (vocab_sizes) and offsets (head_offsets) are inputs, so one session serves every layer."""
+        h, TP = self.helper, self.TP
+        cols = (m - 1) * heads
+
+        def build():
+            attrs = dict(pad_id=pad, n_head_per_ngram=heads, max_ngram_size=m)
+            ins = [h.make_tensor_value_info("input_ids", TP.INT64, ["T"] if varlen else [1, "T"]),
+                   h.make_tensor_value_info("multipliers", TP.INT64, [m]),
+                   h.make_tensor_value_info("vocab_sizes", TP.INT64, [cols])]
+            outs = [h.make_tensor_value_info("hash_ids", TP.INT64, None),
+                    h.make_tensor_value_info("present_ids", TP.INT64, None)]
+            if varlen:
+                ins += [h.make_tensor_value_info("cu", TP.INT32, [2]),
+                        h.make_tensor_value_info("past_ids", TP.INT64, [1, m - 1]),
+                        h.make_tensor_value_info("head_offsets", TP.INT64, [cols]),
+                        h.make_tensor_value_info("segment_ids", TP.INT32, ["T"]),
+                        h.make_tensor_value_info("past_segment_ids", TP.INT32, [1, m - 1])]
+                outs.append(h.make_tensor_value_info("present_segment_ids", TP.INT32, None))
+                node = h.make_node("VarlenNGramHashMapping",
+                                   ["input_ids", "multipliers", "vocab_sizes", "cu", "past_ids", "head_offsets", "",
+                                    "segment_ids", "past_segment_ids"],
+                                   ["hash_ids", "present_ids", "present_segment_ids"], domain=MS, **attrs)
+            else:
+                ins += [h.make_tensor_value_info("head_offsets", TP.INT64, [cols]),
+                        h.make_tensor_value_info("segment_ids", TP.INT32, [1, "T"])]
+                node = h.make_node("NGramHashMapping",
+                                   ["input_ids", "multipliers", "vocab_sizes", "", "head_offsets", "", "segment_ids"],
+                                   ["hash_ids", "present_ids"], domain=MS, **attrs)
+            return h.make_graph([node], "engram_hash", ins, outs)
+
+        return self.session(("hash", m, heads, pad, varlen), build)
+
+    # ------------------------------------------------------------------ hash
+
+    @staticmethod
+    def segments(ids, start=0):
+        """v4.1 DEAD as the ops' segment boundaries: a DEAD position opens a segment of its own and the next
+        position another, so that no window reaches across it (every slot at or before a DEAD reads the pad)."""
+        seg, out = start, []
+        prev_dead = False
+        for i in ids:
+            if i == DEAD or prev_dead:
+                seg += 1
+            out.append(seg)
+            prev_dead = i == DEAD
+        return out, prev_dead
+
+    def layer_inputs(self, layer):
+        return (np.asarray(layer["multipliers"], dtype=np.int64),
+                np.asarray([p for order in layer["primes"] for p in order], dtype=np.int64),
+                np.asarray(layer["offsets"], dtype=np.int64))
+
+    def hash_chunk(self, group, ids, past=None):
+        """Row ids [T][layer][col] for one chunk; past: (past_ids, past_segment_ids, last was DEAD) or None for a
+        sequence start. Returns (rows, the state after the chunk)."""
+        v41 = group["profile"] == "v4.1"
+        layers, pad = group["layers"], group["compressedPad"]
+        m = len(layers[0]["multipliers"])
+        heads = len(layers[0]["primes"][0]) if layers[0]["primes"] else 0
+        if m < 2 or heads < 1:
+            raise Unsupported(f"max n-gram {m}, {heads} heads: the ops need max_ngram_size >= 2 and a head")
+        feed_ids = [pad if (v41 and i == DEAD) else i for i in ids]
+        if past is None:
+            past = (np.full((1, m - 1), pad, dtype=np.int64), np.zeros((1, m - 1), dtype=np.int32), False)
+        past_ids, past_seg, last_dead = past
+        if v41:
+            seg0 = int(past_seg[0, -1])
+            segs, now_dead = self.segments(ids, seg0 + (1 if last_dead else 0))
+        else:
+            segs, now_dead = [0] * len(ids), False
+        rows = [[None] * len(layers) for _ in ids]
+        state = past
+        if not ids:
+            return [], past
+        sess = self.hash_session(m, heads, pad, True)
+        for li, layer in enumerate(layers):
+            mult, primes, offsets = self.layer_inputs(layer)
+            out = sess.run(None, {"input_ids": np.asarray(feed_ids, dtype=np.int64), "multipliers": mult,
+                                  "vocab_sizes": primes, "cu": np.asarray([0, len(ids)], dtype=np.int32),
+                                  "past_ids": past_ids, "head_offsets": offsets,
+                                  "segment_ids": np.asarray(segs, dtype=np.int32), "past_segment_ids": past_seg})
+            for t in range(len(ids)):
+                rows[t][li] = [int(x) for x in out[0][t]]
+            state = (out[1], out[2], now_dead)
+        return rows, state
+
+    def hash_test(self, group, ids):
+        """A whole sequence through NGramHashMapping (no past: the op pads before the start)."""
+        v41 = group["profile"] == "v4.1"
+        layers, pad = group["layers"], group["compressedPad"]
+        m = len(layers[0]["multipliers"])
+        heads = len(layers[0]["primes"][0]) if layers[0]["primes"] else 0
+        if m < 2 or heads < 1:
+            raise Unsupported(f"max n-gram {m}, {heads} heads: the ops need max_ngram_size >= 2 and a head")
+        if not ids:
+            return []
+        feed = np.asarray([[pad if (v41 and i == DEAD) else i for i in ids]], dtype=np.int64)
+        segs = np.asarray([self.segments(ids)[0] if v41 else [0] * len(ids)], dtype=np.int32)
+        sess = self.hash_session(m, heads, pad, False)
+        rows = [[None] * len(layers) for _ in ids]
+        for li, layer in enumerate(layers):
+            mult, primes, offsets = self.layer_inputs(layer)
+            out = sess.run(None, {"input_ids": feed, "multipliers": mult, "vocab_sizes": primes,
+                                  "head_offsets": offsets, "segment_ids": segs})
+            for t in range(len(ids)):
+                rows[t][li] = [int(x) for x in out[0][0, t]]
+        return rows
+
+    # ------------------------------------------------------------------ gate
+
+    def gate_session(self, hc, hid, k):
+        h, TP = self.helper, self.TP
+
+        def build():
+            f = TP.FLOAT
+            ins = [h.make_tensor_value_info("e", f, [1, k]), h.make_tensor_value_info("hidden", f, [1, 1, hc, hid]),
+                   h.make_tensor_value_info("wk", f, [k, hc * hid]), h.make_tensor_value_info("bk", f, [hc * hid]),
+                   h.make_tensor_value_info("wv", f, [k, hid]), h.make_tensor_value_info("bv", f, [hid]),
+                   h.make_tensor_value_info("n1", f, [hc, hid]), h.make_tensor_value_info("n2", f, [hc, hid])]
+            shape_k = h.make_tensor("shape_k", TP.INT64, [4], [1, 1, hc, hid])
+            shape_v = h.make_tensor("shape_v", TP.INT64, [3], [1, 1, hid])
+            ones = h.make_tensor("ones", f, [1, 1, hid], [1.0] * hid)
+            nodes = [
+                # the key and value projections stay outside the op (its doc): MatMul + Add as an exporter writes them
+                h.make_node("MatMul", ["e", "wk"], ["k0"]), h.make_node("Add", ["k0", "bk"], ["k1"]),
+                h.make_node("Reshape", ["k1", "shape_k"], ["key"]),
+                h.make_node("MatMul", ["e", "wv"], ["v0"]), h.make_node("Add", ["v0", "bv"], ["v1"]),
+                h.make_node("Reshape", ["v1", "shape_v"], ["value"]),
+                # the demo's RMSNorm eps is torch's float32 epsilon (nn.RMSNorm(eps=None)): the attribute an
+                # exporter of the demo model sets
+                h.make_node("EngramGate", ["key", "hidden", "value", "n1", "n2"], ["gated"], domain=MS,
+                            epsilon=2.0 ** -23),
+                # the op returns gate * value only: the same gate times ones gives the gate itself
+                h.make_node("EngramGate", ["key", "hidden", "ones", "n1", "n2"], ["gates"], domain=MS,
+                            epsilon=2.0 ** -23),
+            ]
+            outs = [h.make_tensor_value_info("gated", f, None), h.make_tensor_value_info("gates", f, None)]
+            return h.make_graph(nodes, "engram_gate", ins, outs, initializer=[shape_k, shape_v, ones])
+
+        return self.session(("gate", hc, hid, k), build)
+
+    def demo_gate(self, group, test):
+        hc, hid, k = group["hc"], group["hidden"], group["in"]
+
+        def arr(key, shape):
+            return np.asarray([float.fromhex(x) if isinstance(x, str) else x for x in group[key]],
+                              dtype=np.float32).reshape(shape)
+
+        e = np.asarray([float.fromhex(x) for x in test["e"]], dtype=np.float32).reshape(1, k)
+        hidden = np.asarray([float.fromhex(x) for x in test["hidden"]], dtype=np.float32).reshape(1, 1, hc, hid)
+        feed = {"e": e, "hidden": hidden,
+                "wk": np.ascontiguousarray(arr("keyWeight", (hc * hid, k)).T), "bk": arr("keyBias", (hc * hid,)),
+                "wv": np.ascontiguousarray(arr("valueWeight", (hid, k)).T), "bv": arr("valueBias", (hid,)),
+                "n1": arr("norm1Weight", (hc, hid)), "n2": arr("norm2Weight", (hc, hid))}
+        gated, gates = self.gate_session(hc, hid, k).run(None, feed)
+        return {"gate": [hexf(gates[0, 0, c, 0]) for c in range(hc)],
+                "value": [hexf(x) for x in gated.reshape(-1)]}
+
+    # ------------------------------------------------------------------ the protocol
+
+    def answer(self, suite, type_, group, test):
+        if type_ == "HashTest":
+            return {"rows": self.hash_test(group, list(test["ids"]))}
+        if type_ == "HashStateTest":
+            return hash_state_test(group, test, lambda capacity: Session(self, group))
+        if type_ == "DemoGateTest":
+            return self.demo_gate(group, test)
+        if type_ == "GateFunctionTest":
+            raise Unsupported("EngramGate takes key, query and value, not a dot: the gate function alone has no entry")
+        raise Unsupported(f"{type_}: not one of the Engram contrib ops")
+
+
+class Session:
+    """A sequence through VarlenNGramHashMapping (batch of one): the op's present_ids / present_segment_ids are
+    the state threaded into the next call's past_ids / past_segment_ids. A rollback restores the state the
+    caller kept for that position (the op's doc: a caller that may roll back must preserve past_ids)."""
+
+    def __init__(self, adapter, group):
+        self.adapter, self.group = adapter, group
+        self.m = len(group["layers"][0]["multipliers"])
+        self.ids, self.states = [], [None]  # states[p]: the op's state after position p (None: the start)
+
+    @property
+    def position(self):
+        return len(self.ids)
+
+    def append(self, ids):
+        rows, state = self.adapter.hash_chunk(self.group, list(ids), self.states[-1])
+        # the state after each position: the op returns it after the chunk; the caller keeps the chunk's end
+        self.states += [None] * (len(ids) - 1) + [state] if ids else []
+        self.ids += list(ids)
+        return rows
+
+    def rollback(self, k):
+        if not 0 <= k <= self.position:
+            raise ValueError(f"rollback by {k} at position {self.position}")
+        target = self.position - k
+        del self.ids[target:]
+        del self.states[target + 1:]
+        if self.states[target] is None and target != 0:
+            # inside a chunk the op returned no state: the caller's own ids give it (the last max_ngram - 1 ids,
+            # DEAD as the pad, and the segment ids the adapter numbered them with), as a caller that rolls back
+            # must keep past_ids (the op's doc)
+            self.states[target] = self.state_of(self.ids)
+
+    def state_of(self, ids):
+        m, pad = self.m, self.group["compressedPad"]
+        v41 = self.group["profile"] == "v4.1"
+        segs, last_dead = Ort.segments(ids) if v41 else ([0] * len(ids), False)
+        tail = ids[-(m - 1):]
+        seg_tail = segs[-(m - 1):]
+        past = [pad] * (m - 1 - len(tail)) + [pad if (v41 and i == DEAD) else i for i in tail]
+        past_seg = [seg_tail[0] if seg_tail else 0] * (m - 1 - len(seg_tail)) + seg_tail
+        return (np.asarray([past], dtype=np.int64), np.asarray([past_seg], dtype=np.int32), last_dead)
+
+    def history(self):
+        h = min(self.position, self.m - 1)
+        return self.ids[self.position - h:]
+
+    def __deepcopy__(self, memo):
+        other = Session(self.adapter, self.group)
+        other.ids, other.states = list(self.ids), list(self.states)
+        return other
+
+
+if __name__ == "__main__":
+    sys.exit(main(Ort, __doc__))
