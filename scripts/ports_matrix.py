@@ -234,10 +234,13 @@ def measure_suite(port, impl, suite, args, tmp):
     for r in fixed["results"]:
         if r["suite"] == suite and r["status"] == "fail":
             key = f"{suite}:{r['tcId']}"
-            why = explain(port, key, r.get("detail", ""))
+            # the test's flags kept with the detail: port.json's failurePatterns may name a flag, and the saved
+            # detail is cut
+            detail = r.get("detail", "")[:500] + (f"\nflags: {', '.join(r['flags'])}" if r.get("flags") else "")
+            why = explain(port, key, detail)
             if why is None:
                 problems.append(f"{port['id']} {key}: UNEXPLAINED {r['reason']}: {r.get('detail', '')[:300]}")
-            failures.append((r["tcId"], r["reason"], why or "UNEXPLAINED", r.get("detail", "")[:500]))
+            failures.append((r["tcId"], r["reason"], why or "UNEXPLAINED", detail))
     row = {"suite": suite, "passed": counts["passed"], "failed": counts["failed"], "skipped": counts["skipped"],
            "profiles": profiles, "failures": failures, "seconds": secs_fixed,
            "random": {"run": 0, "failed": 0, "shrunk": [], "seconds": 0.0}}
@@ -566,8 +569,11 @@ def render(measured, args, vectors):
     out.append(f"{when} with `scripts/ports.sh CHECKOUTS_DIR` " + against + common + "Each port runs through its "
                "adapter in `conformance/ports/<port>/` (its README says what it claims, what it answers "
                "`unsupported` and why, and what it stubs); nothing of the port is changed. "
-               "`scripts/ports.sh CHECKOUTS_DIR --only PORT` measures one port anew and keeps the others' saved "
-               "measurements (`docs/ports.json`).")
+               "`scripts/ports.sh --clones CLONES --update` re-measures the whole matrix in one command: it restores "
+               "every port from a directory of git clones at the commit and file digests its port.json pins "
+               "(`scripts/ports_restore.py`), checks each adapter's Python requirements, and writes this page; "
+               "`scripts/ports.sh CHECKOUTS_DIR --only PORT --update` measures one port anew and keeps the others' "
+               "saved measurements (`docs/ports.json`); without `--update` a run writes `build/ports/ports.md`.")
     out.append("")
     out.append("Commit: `git rev-parse HEAD` of a git checkout, else the checkout's `COMMIT` file. The checkouts of "
                "the committed matrix were not git trees: each holds the named files as a public code index stores "

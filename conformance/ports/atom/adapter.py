@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""JSON-lines adapter for ROCm/ATOM's DeepSeek-V4.1 Engram hasher, atom/models/deepseek_v41_engram.py
+(compute_hash_multipliers, EngramLayout, NgramHashState with its serving-side build_history), run by torch on
+the CPU. See README.md beside this file.
+
+Run: engram conform --vectors vectors --exec "python3 conformance/ports/atom/adapter.py --checkout DIR"
+"""
+import json
+import os
+import sys
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import numpy as np
+import torch
+from torch import nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, identity_map,  # noqa: E402
+                     load_defs, main, test_ids)
+
+PATH = "atom/models/deepseek_v41_engram.py"
+NAMES = ["_is_prime", "_next_prime", "compute_hash_multipliers", "EngramLayout", "NgramHashState"]
+
+
+class IdentityList:
+    """The identity token map as the port's `token_map: list[int]` (torch.tensor(token_map) takes any sequence):
+    raw id c is compressed id c for c < prefix, then one entry holding the compressed pad (portlib.identity_map)."""
+
+    def __init__(self, prefix, pad_entry):
+        self.prefix, self.pad_entry = prefix, pad_entry
+
+    def tensor(self):
+        t = torch.arange(self.prefix, dtype=torch.int64)
+        return t if self.pad_entry is None else torch.cat([t, torch.tensor([self.pad_entry], dtype=torch.int64)])
+
+
+class Session:
+    """One sequence: the port's slot_state ([1, lookback], newest first, DEAD where unavailable) carried across
+    calls, as the engine carries it per request slot; positions are absolute."""
+
+    def __init__(self, state):
+        self.state = state
+        self.lb = state.lookback
+        self.slot = torch.full((1, self.lb), DEAD, dtype=torch.int64)
+        self.position = 0
+
+    def append(self, ids):
+        if not ids:
+            return []
+        t = torch.tensor(ids, dtype=torch.int64)
+        pos = torch.arange(self.position, self.position + len(ids), dtype=torch.int64)
+        cu = torch.tensor([0, len(ids)], dtype=torch.int64)
+        hist = self.state.build_history(t, pos, cu, self.slot)
+        rows = self.state(t, pos, hist, t != DEAD)
+        self.position += len(ids)
+        return as_int_rows(rows)
+
+    def rollback(self, k):
+        if k:
+            raise Unsupported("the port keeps only the last max_ngram - 1 ids per slot (slot_state): no rollback")
+
+    def history(self):
+        h = min(self.position, self.lb)
+        return [int(x) for x in reversed(self.slot[0, :h].tolist())]
+
+    def __deepcopy__(self, memo):
+        other = Session(self.state)
+        other.slot, other.position = self.slot.clone(), self.position
+        return other
+
+
+class Atom(Adapter):
+    name = "ROCm/ATOM atom/models/deepseek_v41_engram.py (torch, CPU)"
+    version = "checkout"
+    suites = ["multipliers", "layout", "hash_v41"]
+    profiles = ["v4.1"]
+
+    def __init__(self, checkout):
+        super().__init__(checkout)
+        self.ns = load_defs(os.path.join(checkout, PATH), NAMES,
+                            {"np": np, "torch": torch, "nn": nn, "dataclass": dataclass})
+        self.layouts = {}
+
+    def layout(self, cfg):
+        key = json.dumps(cfg, sort_keys=True)
+        if key not in self.layouts:
+            args = SimpleNamespace(
+                engram_layer_ids=cfg["engram_layer_ids"], engram_max_ngram_size=cfg["engram_max_ngram_size"],
+                engram_n_heads=cfg["engram_n_heads"], engram_vocab_size=cfg["engram_vocab_size"],
+                engram_num_embeddings=cfg["engram_num_embeddings"], engram_head_dim=cfg.get("engram_head_dim", 0))
+            self.layouts[key] = self.ns["EngramLayout"].from_args(args)
+        return self.layouts[key]
+
+    def state(self, cfg, v, pad, ids=()):
+        if "engram_num_embeddings" not in cfg:
+            raise Unsupported("a config without engram_num_embeddings: the port's args always carry it")
+        layout = self.layout(cfg)
+        if layout is None:
+            raise ValueError("EngramLayout.from_args returned None (no engram layers)")
+        prefix, raw_pad = identity_map(v, list(ids), pad)
+        table = IdentityList(prefix, pad if raw_pad == prefix else None).tensor()
+        # the compressed vocabulary size as the engine passes it, from the config (the token map is built apart)
+        return self.ns["NgramHashState"](layout, table, cfg.get("engram_compressed_vocab_size", v), raw_pad), layout
+
+    def answer(self, suite, type_, group, test):
+        if type_ == "MultipliersTest":
+            if test["seed"] != 0:
+                raise Unsupported("the port draws multipliers with seed 10007 * layer_id: no seed parameter")
+            m = self.ns["compute_hash_multipliers"]((test["layerId"],), test["maxNgram"], test["compressedVocabSize"])
+            return {"multipliers": as_int_rows(m[0])}
+        if type_ == "LayoutTest":
+            if test["profile"] != "v4.1":
+                raise Unsupported("demo-v1 layouts: the port implements v4.1 only")
+            state, layout = self.state(config_of(test), test["compressedVocabSize"], test["compressedPad"])
+            return {"layers": [{"layerId": l, "multipliers": as_int_rows(state.multipliers[i]),
+                                "primes": as_int_rows(layout.primes[i]), "offsets": as_int_rows(state.offsets[i]),
+                                "numEmbeddings": int(layout.num_embeddings[i])}
+                               for i, l in enumerate(layout.layer_ids)]}
+        if type_ in ("HashTest", "HashStateTest"):
+            cfg, v, pad = config_of(group), group["compressedVocabSize"], group["compressedPad"]
+            ids = test_ids(test)
+
+            def new_session(capacity):
+                return Session(self.state(cfg, v, pad, ids)[0])
+
+            if type_ == "HashTest":
+                return {"rows": new_session(0).append(test["ids"])}
+            return hash_state_test(group, test, new_session)
+        raise Unsupported(f"{type_}: not part of the port's Engram hash code")
+
+
+if __name__ == "__main__":
+    sys.exit(main(Atom, __doc__))
