@@ -61,6 +61,15 @@ def main():
                                ["--exec", f"{python} {adapter} --checkout {checkout}"],
                                capture_output=True, text=True, env=env)
             tail = "\n".join(r.stdout.splitlines()[-6:])
+            optional = standin.get("optional", {}).get(suite)
+            if r.returncode == 1 and optional and os.path.exists(report):
+                # standin.optional: {suite: why}, a suite the interpreter may not run at all (e.g. float8 dtypes need
+                # torch >= 2.1): every test answered unsupported is said, not failed; a failing test still fails
+                with open(report, encoding="utf-8") as f:
+                    c = json.load(f)["suites"].get(suite, {})
+                if c.get("failed", 1) == 0 and c.get("tested", 1) == 0:
+                    print(f"note: {port_id} {suite}: nothing answered on this interpreter ({optional})")
+                    continue
             if r.returncode != 0:
                 print(f"FAIL {port_id} {suite} on the stand-in (exit {r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-2000:]}")
                 failed = True

@@ -1,15 +1,24 @@
 #!/usr/bin/env python3
 """JSON-lines adapter for sglang's DeepSeek-V4.1 manual-test model, test/manual/deepseek_v41/dsv41_engram.py
-(the official engram.py API). See README.md beside this file.
+(the official engram.py API for the hash; its Engram gate and EngramEmbedding table read too). See README.md
+beside this file.
 
 Run: engram conform --vectors vectors --exec "python3 conformance/ports/sglang/adapter.py --checkout DIR"
 """
 import os
 import sys
 
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from official_api import OfficialApiAdapter  # noqa: E402
-from portlib import main  # noqa: E402
+from portlib import Unsupported, main  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+import numpy_adapter as SYNTHETIC  # noqa: E402  (only its synthetic-table generator: a test's input bytes)
 
 
 class _Struct:
@@ -27,12 +36,105 @@ class _Msgspec:
     Struct = _Struct
 
 
+def bf16_tensor(bits, shape):
+    return torch.tensor(np.asarray(bits, dtype=np.uint16).astype(np.int16), dtype=torch.int16).view(
+        torch.bfloat16).reshape(shape)
+
+
 class SGLang(OfficialApiAdapter):
     name = "sglang test/manual/deepseek_v41/dsv41_engram.py"
     version = "checkout"
     path = "test/manual/deepseek_v41/dsv41_engram.py"
-    # the file's imports the Engram hash code does not use at run time, stubbed (README.md)
-    extra = {"msgspec": _Msgspec, "DeepseekV41Args": object}
+    suites = ["multipliers", "layout", "hash_v41", "gate_v41", "table_lookup"]
+    # the file's imports the Engram code does not use at run time, stubbed (README.md); FP8_BLOCK_SIZE as
+    # python/sglang/srt/layers/attention/dsv4/torch_quant.py:16 defines it at the same commit
+    extra = {"msgspec": _Msgspec, "DeepseekV41Args": object, "F": F, "Linear": None, "FP8_BLOCK_SIZE": 32}
+
+    def __init__(self, checkout):
+        super().__init__(checkout)
+        from portlib import load_defs
+        ns = dict(self.ns)
+        self.mod = load_defs(f"{checkout}/{self.path}", ["EngramEmbedding", "Engram"],
+                             {"torch": torch, "nn": nn, "F": F, "np": np, "FP8_BLOCK_SIZE": 32,
+                              "DeepseekV41Args": object, "Linear": None, "EngramLayout": ns["EngramLayout"]})
+
+    def engram(self, dim, hc, eps, q, k, kv):
+        e = self.mod["Engram"].__new__(self.mod["Engram"])
+        nn.Module.__init__(e)
+        e.dim, e.hc_mult, e.eps, e.clamp_value = dim, hc, eps, 1e-6
+        e.q_weight, e.k_weight = nn.Parameter(q, requires_grad=False), nn.Parameter(k, requires_grad=False)
+        # the table read and the wkv projection are the test's input here: kv is given
+        e.embed = lambda hash_ids: hash_ids
+        e.wkv = lambda x: kv
+        return e
+
+    def gate(self, group, test):
+        dim, hc = group["dim"], group["hc"]
+        eps = float.fromhex(group["eps"]) if isinstance(group["eps"], str) else float(group["eps"])
+        x = bf16_tensor(test["x"], (1, 1, hc, dim))
+        kv = torch.cat([bf16_tensor(test["key"], (1, 1, hc * dim)), bf16_tensor(test["value"], (1, 1, dim))], dim=-1)
+        q, k = bf16_tensor(test["qWeight"], (hc, dim)), bf16_tensor(test["kWeight"], (hc, dim))
+        mask = torch.tensor([[not test["masked"]]], dtype=torch.bool)
+        ids = torch.zeros((1, 1, 1), dtype=torch.int64)
+        out = self.engram(dim, hc, eps, q, k, kv).forward(x, ids, mask)
+        # Engram.forward returns x + gate * value, never the gate: the same forward on the stream in float32 with the
+        # value replaced by 2^s (s 40 binades above every |x|) gives gate = (out - x) / 2^s, within a float32 rounding
+        # of gate * 2^s (about 2^-24 relative)
+        xf = x.to(torch.float32)
+        gates = []
+        for c in range(hc):
+            h = xf[0, 0, c]
+            if not bool(torch.isfinite(h).any()):  # x + gate * value is x whatever the gate: nothing to read
+                raise Unsupported("a hidden-state copy with no finite element: the port returns x + gate * value "
+                                  "only, and the gate cannot be read off a non-finite stream")
+            d0 = int(torch.isfinite(h).nonzero()[0, 0])  # an element the gate can be read off
+            finite = h[torch.isfinite(h)].abs()
+            top = int(torch.frexp(finite.max())[1]) if finite.numel() and finite.max() > 0 else -126
+            sc = max(0, top + 40)
+            if sc > 126:  # x + gate * 2^sc would overflow float32: the gate is not recoverable
+                raise Unsupported("|x| near the float32 range: the port returns x + gate * value only, and "
+                                  "the gate cannot be separated from so large a stream")
+            probe = torch.cat([kv[..., :hc * dim].to(torch.float32), torch.full((1, 1, dim), 2.0 ** sc)], dim=-1)
+            o = self.engram(dim, hc, eps, q, k, probe).forward(xf, ids, mask)
+            gates.append(float((o[0, 0, c, d0].double() - h[d0].double()) / (2.0 ** sc)).hex())
+        return {"gate": gates, "out": [int(b) & 0xFFFF for b in out.contiguous().view(torch.int16).reshape(-1).tolist()]}
+
+    def lookup(self, type_, group, test):
+        if not hasattr(torch, "float8_e8m0fnu"):
+            raise Unsupported(f"torch {torch.__version__} has no float8_e8m0fnu (EngramEmbedding's scale dtype)")
+        table = group["table"] if type_ == "SyntheticLookupTest" else group
+        d, rows = table["headDim"], table["rows"]
+        ids = [int(x) for x in test["rowIds"]]
+        if any(not 0 <= r < rows for r in ids):
+            raise Unsupported("a row id outside the table: F.embedding would be asked for a row the adapter's "
+                              "table of the test's rows does not hold")
+        n_s = d // 32
+        if type_ == "SyntheticLookupTest":  # the table's bytes, the test's input (§STO.5), from the numpy port
+            codes, scales = SYNTHETIC.table_of(group["table"]).raw(ids)
+            raw = [(c.tobytes(), s.tobytes()) for c, s in zip(codes, scales)]
+        else:
+            raw = []
+            for rb in test["rowBytes"]:
+                b = bytes.fromhex(rb["packed"]) if "packed" in rb else bytes.fromhex(rb["codes"]) + bytes.fromhex(rb["scales"])
+                raw.append((b[:d], b[d:d + n_s]))
+        emb = self.mod["EngramEmbedding"].__new__(self.mod["EngramEmbedding"])
+        nn.Module.__init__(emb)
+        emb.block_size = 32
+        # the table holds the test's rows (one per id, in order): the module's own parameters, as loaded
+        emb.weight = nn.Parameter(torch.tensor(np.frombuffer(b"".join(c for c, _ in raw), dtype=np.uint8).reshape(
+            len(ids), d).copy()).view(torch.float8_e4m3fn), requires_grad=False)
+        emb.scale = nn.Parameter(torch.tensor(np.frombuffer(b"".join(s for _, s in raw), dtype=np.uint8).reshape(
+            len(ids), n_s).copy()).view(torch.float8_e8m0fnu), requires_grad=False)
+        out = emb(torch.arange(len(ids), dtype=torch.int64))
+        bits = out.contiguous().view(torch.int16).reshape(len(ids), d).tolist()
+        return {"rows": ["".join(f"{int(b) & 0xFFFF:04x}" for b in row) for row in bits]}
+
+    def answer(self, suite, type_, group, test):
+        if type_ == "V41GateTest":
+            return self.gate(group, test)
+        if type_ in ("SafetensorsLookupTest", "PackedLookupTest", "SyntheticLookupTest"):
+            return self.lookup(type_, group, test)
+        return super().answer(suite, type_, group, test)
 
 
 if __name__ == "__main__":

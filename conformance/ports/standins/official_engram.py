@@ -71,3 +71,32 @@ class NgramHashState(nn.Module):
         rows, _ = ref.hash_rows(self.ref_layout, history, start_pos, compressed)
         self.cache[0, start_pos:start_pos + len(ids)] = torch.tensor(compressed, dtype=torch.int64)
         return torch.tensor(rows, dtype=torch.int64)[None]
+
+
+class EngramEmbedding(nn.Module):
+    """The fp8 table read (sglang's manual-test model keeps it in this file): rows decoded by the numpy port."""
+
+    def forward(self, indices):
+        ref = __import__("_ref").ref
+        codes, scales = self.weight.view(torch.uint8).numpy(), self.scale.view(torch.uint8).numpy()
+        rows = [ref.decode_row(codes[i], scales[i]).astype("int16") for i in indices.reshape(-1).tolist()]
+        return torch.tensor(rows).view(torch.bfloat16).reshape(*indices.shape, self.weight.shape[1])
+
+
+class Engram(nn.Module):
+    """The gate (sglang's manual-test model keeps it in this file): x + gate * value by the numpy port's §FUS.3."""
+
+    def forward(self, x, hash_ids, token_mask=None):
+        ref = __import__("_ref").ref
+        kv = self.wkv(self.embed(hash_ids))
+        b, l, hc, dim = x.shape
+        out = torch.zeros(x.shape, dtype=torch.float32)
+        for t in range(l):
+            row = kv[0, t].float().tolist()
+            masked = token_mask is not None and not bool(token_mask[0, t])
+            for c in range(hc):
+                _, vals = ref.v41_stream(x[0, t, c].float().tolist(), row[c * dim:(c + 1) * dim], row[hc * dim:],
+                                         self.q_weight[c].float().tolist(), self.k_weight[c].float().tolist(),
+                                         self.eps, masked, 32)
+                out[0, t, c] = torch.tensor(vals, dtype=torch.float32)
+        return out.to(x.dtype)

@@ -26,3 +26,32 @@ def _reference_hashes(ids, positions, slots, starts, tables, dead, cache, token_
         out.append(rows[-1].tolist())
     cols = (len(multipliers[0]) - 1) * heads
     return torch.tensor(out, dtype=torch.int64).reshape(len(positions), len(multipliers), cols)
+
+
+def _reference_engram_post_wkv(hidden_states, kv, q_weight, k_weight, token_mask, eps, clamp_value, kv_start):
+    # (the adapter loads only this definition) hidden + gate * value per (token, stream) by the numpy port's §FUS.3
+    ref = __import__("_ref").ref
+    num_tokens, hc_mult, dim = hidden_states.shape
+    out = torch.zeros(hidden_states.shape, dtype=torch.float32)
+    for t in range(num_tokens):
+        row = kv[t + kv_start].float().tolist()
+        masked = token_mask is not None and not bool(token_mask[t + kv_start])
+        for c in range(hc_mult):
+            _, vals = ref.v41_stream(hidden_states[t, c].float().tolist(), row[c * dim:(c + 1) * dim],
+                                     row[hc_mult * dim:], q_weight[c].float().tolist(), k_weight[c].float().tolist(),
+                                     eps, masked, 32)
+            out[t, c] = torch.tensor(vals, dtype=torch.float32)
+    return out.to(hidden_states.dtype)
+
+
+def _reference_lookup(weight, scale_inv, ids, start, end, block=32):
+    # (the adapter loads only this definition) each row's §STO.3 decode by the numpy port; rows outside [start, end)
+    # are zero, as the shard mask of the port's API gives them
+    ref = __import__("_ref").ref
+    codes, scales = weight.view(torch.uint8).numpy(), scale_inv.numpy()
+    flat = ids.reshape(-1).tolist()
+    out = torch.zeros((len(flat), weight.shape[1]), dtype=torch.int16)
+    for n, i in enumerate(flat):
+        if start <= i < end:
+            out[n] = torch.tensor(ref.decode_row(codes[i - start], scales[i - start]).astype("int16"))
+    return out.view(torch.bfloat16).reshape(*ids.shape, weight.shape[1])

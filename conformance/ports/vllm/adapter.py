@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """JSON-lines adapter for vLLM's DeepSeek-V4.1 Engram: the CPU parts of vllm/models/deepseek_v41/common/engram.py
-(compute_hash_multipliers, EngramLayout) and the pure-Python hash oracle of tests/kernels/test_engram.py
-(_reference_hashes); the Triton kernels are not run. See README.md beside this file.
+(compute_hash_multipliers, EngramLayout) and the torch references of tests/kernels/test_engram.py that the Triton
+kernels are tested against (_reference_hashes, _reference_engram_post_wkv, _reference_lookup); the kernels
+themselves run in conformance/ports/vllm-triton. See README.md beside this file.
 
 Run: engram conform --vectors vectors --exec "python3 conformance/ports/vllm/adapter.py --checkout DIR"
 """
@@ -17,6 +18,9 @@ from torch import nn
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, identity_len, load_defs, main  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+import numpy_adapter as SYNTHETIC  # noqa: E402  (only its synthetic-table generator: a test's input bytes)
+
 COMMON = "vllm/models/deepseek_v41/common/engram.py"
 TESTS = "tests/kernels/test_engram.py"
 BLOCK = 16  # the oracle's block size (its slots are table[p // 16] * 16 + p % 16)
@@ -25,7 +29,7 @@ BLOCK = 16  # the oracle's block size (its slots are table[p // 16] * 16 + p % 1
 class Vllm(Adapter):
     name = "vLLM deepseek_v41 common/engram.py + tests/kernels/test_engram.py oracle"
     version = "checkout"
-    suites = ["multipliers", "layout", "hash_v41"]
+    suites = ["multipliers", "layout", "hash_v41", "gate_v41", "table_lookup"]
     profiles = ["v4.1"]
 
     def __init__(self, checkout):
@@ -33,7 +37,8 @@ class Vllm(Adapter):
         self.common = load_defs(os.path.join(checkout, COMMON),
                                 ["DEAD_ID", "_is_prime", "find_next_prime", "compute_hash_multipliers", "EngramLayout"],
                                 {"np": np, "torch": torch, "nn": nn})
-        self.tests = load_defs(os.path.join(checkout, TESTS), ["_reference_hashes"],
+        self.tests = load_defs(os.path.join(checkout, TESTS),
+                               ["_reference_hashes", "_reference_engram_post_wkv", "_reference_lookup"],
                                {"torch": torch, "bisect": bisect})
 
     def layout(self, cfg, v, pad):
@@ -82,7 +87,80 @@ class Vllm(Adapter):
                 range(identity_len(group["compressedVocabSize"], ids, group["compressedPad"])),
                 [l["multipliers"] for l in layers], [l["primes"] for l in layers], [l["offsets"] for l in layers])
             return {"rows": as_int_rows(out)}
-        raise Unsupported(f"{type_}: the stateful hash (NgramHashState) runs only as a Triton kernel")
+        if type_ == "V41GateTest":
+            return self.gate(group, test)
+        if type_ in ("SafetensorsLookupTest", "PackedLookupTest", "SyntheticLookupTest"):
+            return self.lookup(type_, group, test)
+        raise Unsupported(f"{type_}: not computed by the port's CPU code or its tests' torch references (the "
+                          f"stateful hash runs only as a Triton kernel: conformance/ports/vllm-triton)")
+
+    def gate(self, group, test):
+        """_reference_engram_post_wkv: the torch expression the fused post-wkv kernel is tested against."""
+        dim, hc = group["dim"], group["hc"]
+        eps = float.fromhex(group["eps"]) if isinstance(group["eps"], str) else float(group["eps"])
+        x = bf16_tensor(test["x"], (1, hc, dim))
+        kv = torch.cat([bf16_tensor(test["key"], (1, hc * dim)), bf16_tensor(test["value"], (1, dim))], dim=1)
+        q, k = bf16_tensor(test["qWeight"], (hc, dim)), bf16_tensor(test["kWeight"], (hc, dim))
+        mask = torch.tensor([not test["masked"]], dtype=torch.bool)
+        ref = self.tests["_reference_engram_post_wkv"]
+        out = ref(x, kv, q, k, mask, eps, 1e-6, 0)
+        # It returns hidden + gate * value, never the gate: the same function on the stream in float32 with the
+        # value replaced by 2^s (s 40 binades above every |hidden|) gives gate = (out - hidden) / 2^s, within a
+        # float32 rounding of gate * 2^s (about 2^-24 relative)
+        xf = x.to(torch.float32)
+        gates = []
+        for c in range(hc):
+            h = xf[0, c]
+            if not bool(torch.isfinite(h).any()):  # x + gate * value is x whatever the gate: nothing to read
+                raise Unsupported("a hidden-state copy with no finite element: the port returns x + gate * value "
+                                  "only, and the gate cannot be read off a non-finite stream")
+            d0 = int(torch.isfinite(h).nonzero()[0, 0])  # an element the gate can be read off
+            finite = h[torch.isfinite(h)].abs()
+            top = int(torch.frexp(finite.max())[1]) if finite.numel() and finite.max() > 0 else -126
+            s = max(0, top + 40)
+            if s > 126:  # x + gate * 2^s would overflow float32: the gate is not recoverable
+                raise Unsupported("|x| near the float32 range: the port returns x + gate * value only, and "
+                                  "the gate cannot be separated from so large a stream")
+            probe = torch.cat([kv[:, :hc * dim].to(torch.float32), torch.full((1, dim), 2.0 ** s)], dim=1)
+            o = ref(xf, probe, q, k, mask, eps, 1e-6, 0)
+            gates.append(float((o[0, c, d0].double() - h[d0].double()) / (2.0 ** s)).hex())
+        return {"gate": gates, "out": [int(b) & 0xFFFF for b in out.contiguous().view(torch.int16).reshape(-1).tolist()]}
+
+    def lookup(self, type_, group, test):
+        """_reference_lookup: the torch expression the fused lookup kernel replaces (FP8 rows, E8M0 scales)."""
+        if not hasattr(torch, "float8_e4m3fn"):
+            raise Unsupported(f"torch {torch.__version__} has no float8_e4m3fn (the reference needs torch >= 2.1)")
+        table = group["table"] if type_ == "SyntheticLookupTest" else group
+        d, rows = table["headDim"], table["rows"]
+        ids = [int(x) for x in test["rowIds"]]
+        if any(not 0 <= r < rows for r in ids):
+            raise Unsupported("a row id outside the table: the reference masks rows outside its shard to zeros "
+                              "(it is not asked to refuse them)")
+        n_s = d // 32
+        if type_ == "SyntheticLookupTest":  # the table's bytes, the test's input (§STO.5), from the numpy port
+            codes, scales = SYNTHETIC.table_of(group["table"]).raw(ids)
+            raw = [(c.tobytes(), s.tobytes()) for c, s in zip(codes, scales)]
+        else:
+            raw = []
+            for rb in test["rowBytes"]:
+                if "packed" in rb:
+                    b = bytes.fromhex(rb["packed"])
+                    raw.append((b[:d], b[d:d + n_s]))
+                else:
+                    raw.append((bytes.fromhex(rb["codes"]), bytes.fromhex(rb["scales"])))
+        weight = torch.tensor(np.frombuffer(b"".join(c for c, _ in raw), dtype=np.uint8).reshape(len(ids), d).copy()
+                              ).view(torch.float8_e4m3fn)
+        scale = torch.tensor(np.frombuffer(b"".join(s for _, s in raw), dtype=np.uint8).reshape(len(ids), n_s).copy())
+        local = torch.arange(len(ids), dtype=torch.int64).reshape(-1, 1)
+        out = self.tests["_reference_lookup"](weight, scale, local, 0, len(ids))
+        bits = out.contiguous().view(torch.int16).reshape(len(ids), d).tolist()
+        return {"rows": ["".join(f"{int(b) & 0xFFFF:04x}" for b in row) for row in bits]}
+
+
+def bf16_tensor(bits, shape):
+    """bf16 values from their 16-bit patterns."""
+    return torch.tensor(np.asarray(bits, dtype=np.uint16).astype(np.int16), dtype=torch.int16).view(
+        torch.bfloat16).reshape(shape)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""JSON-lines adapter for sglang's production Engram layer, python/sglang/srt/layers/engram.py (EngramHasher with
+the scheduler's n-gram token table, engram_gate, EngramEmbedding's FP8 read), run by torch on the CPU. See
+README.md beside this file.
+
+Run: engram conform --vectors vectors --exec "python3 conformance/ports/sglang-serving/adapter.py --checkout DIR"
+"""
+import logging
+import os
+import sys
+from types import SimpleNamespace
+from typing import Optional
+
+import numpy as np
+import torch
+from torch import nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, load_defs, main, test_ids  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+import numpy_adapter as SYNTHETIC  # noqa: E402  (only its synthetic-table generator: a test's input bytes)
+
+PATH = "python/sglang/srt/layers/engram.py"
+NAMES = ["_OFFLOAD_LOG_EVERY", "_find_next_prime", "compute_hash_multipliers", "EngramLayout", "build_engram_layout",
+         "compute_engram_hash_ids", "EngramHasher", "EngramEmbedding", "engram_gate"]
+# python/sglang/srt/managers/schedule_batch.py: pad values of multimodal spans start here; the scheduler refuses a
+# vocabulary as large (sanity_check_mm_pad_shift_value)
+MM_PAD_SHIFT_VALUE = 1_000_000
+IMAGE_TOKEN_ID = -1  # config.image_token_id: a raw id no test id is once DEAD becomes a pad value
+
+
+class _Struct:
+    """Stand-in for msgspec.Struct (not installed with the CPU measurement): keyword fields, frozen."""
+
+    def __init_subclass__(cls, **options):
+        super().__init_subclass__()
+
+    def __init__(self, **fields):
+        for k, v in fields.items():
+            object.__setattr__(self, k, v)
+
+
+def bf16_tensor(bits, shape):
+    return torch.tensor(np.asarray(bits, dtype=np.uint16).astype(np.int16), dtype=torch.int16).view(
+        torch.bfloat16).reshape(shape)
+
+
+class SGLangServing(Adapter):
+    name = "sglang python/sglang/srt/layers/engram.py (production layer, torch CPU)"
+    version = "checkout"
+    suites = ["multipliers", "layout", "hash_v41", "gate_v41", "table_lookup"]
+    profiles = ["v4.1"]
+
+    def __init__(self, checkout):
+        super().__init__(checkout)
+        self.vocab = 0
+        ns = {"np": np, "torch": torch, "nn": nn, "Optional": Optional, "logging": logging,
+              "logger": logging.getLogger("sglang-serving"), "msgspec": SimpleNamespace(Struct=_Struct),
+              "MM_PAD_SHIFT_VALUE": MM_PAD_SHIFT_VALUE, "FP8_BLOCK_SIZE": 32, "ForwardBatch": object,
+              "QuantizationConfig": object,
+              # the tokenizer-derived map: the identity of V ids (the hash suites give compressed ids)
+              "build_compressed_token_map": lambda tokenizer: (list(range(self.vocab)), self.vocab),
+              # the FP8 table layout of the arch35 branch (fp8 rows + e8m0 scales), one rank, no offload
+              "is_npu_arch35": lambda: True, "is_npu": lambda: False, "get_tensor_model_parallel_world_size": lambda: 1,
+              "get_tensor_model_parallel_rank": lambda: 0, "get_attention_dp_size": lambda: 1}
+        self.ns = load_defs(os.path.join(checkout, PATH), NAMES, ns, future_annotations=True)
+        self.hashers = {}
+
+    # ------------------------------------------------------------------ layout
+
+    def layout(self, cfg):
+        if "engram_num_embeddings" not in cfg:
+            raise Unsupported("a config without engram_num_embeddings: the port's config always carries it")
+        config = SimpleNamespace(engram_layer_ids=cfg["engram_layer_ids"],
+                                 engram_num_embeddings=cfg["engram_num_embeddings"],
+                                 engram_max_ngram_size=cfg["engram_max_ngram_size"], engram_n_heads=cfg["engram_n_heads"],
+                                 engram_head_dim=cfg.get("engram_head_dim", 1), engram_vocab_size=cfg["engram_vocab_size"])
+        return self.ns["build_engram_layout"](config)
+
+    def hasher(self, cfg, v, pad):
+        if v > MM_PAD_SHIFT_VALUE:
+            raise Unsupported(f"V = {v}: sglang refuses a vocabulary above MM_PAD_SHIFT_VALUE = 1,000,000 "
+                              f"(schedule_batch.py sanity_check_mm_pad_shift_value), whose ids it reads as images")
+        key = repr((sorted(cfg.items()), v, pad))
+        if key not in self.hashers:
+            lay = self.layout(cfg)
+            if lay is None:
+                raise ValueError("build_engram_layout returned None (no engram layers)")
+            self.vocab = v
+            h = self.ns["EngramHasher"](lay, None, pad, cfg.get("engram_compressed_vocab_size", v))
+            h.image_token_id = IMAGE_TOKEN_ID
+            self.hashers = {key: (h, lay)}  # one at a time: the identity map can be a million ids
+        return self.hashers[key]
+
+    # ------------------------------------------------------------------ gate and table
+
+    def gate(self, group, test):
+        dim, hc = group["dim"], group["hc"]
+        eps = float.fromhex(group["eps"]) if isinstance(group["eps"], str) else float(group["eps"])
+        if test["masked"]:
+            raise Unsupported("a masked position: Engram.forward / engram_gate take no token mask (the masked "
+                              "position's gate is not expressible through this API)")
+        x = bf16_tensor(test["x"], (1, hc, dim))
+        kv = torch.cat([bf16_tensor(test["key"], (1, hc * dim)), bf16_tensor(test["value"], (1, dim))], dim=1)
+        q, k = bf16_tensor(test["qWeight"], (hc, dim)), bf16_tensor(test["kWeight"], (hc, dim))
+        gate_fn = self.ns["engram_gate"]
+        out = gate_fn(x, kv, q, k, eps, 1e-6)
+        # engram_gate returns x + gate * value, never the gate: the same function on the stream in float32 with the
+        # value replaced by 2^s (s 40 binades above every |x|) gives gate = (out - x) / 2^s, within a float32
+        # rounding of gate * 2^s (about 2^-24 relative)
+        xf = x.to(torch.float32)
+        gates = []
+        for c in range(hc):
+            h = xf[0, c]
+            if not bool(torch.isfinite(h).any()):  # x + gate * value is x whatever the gate: nothing to read
+                raise Unsupported("a hidden-state copy with no finite element: the port returns x + gate * value "
+                                  "only, and the gate cannot be read off a non-finite stream")
+            d0 = int(torch.isfinite(h).nonzero()[0, 0])  # an element the gate can be read off
+            finite = h[torch.isfinite(h)].abs()
+            top = int(torch.frexp(finite.max())[1]) if finite.numel() and finite.max() > 0 else -126
+            sc = max(0, top + 40)
+            if sc > 126:  # x + gate * 2^sc would overflow float32: the gate is not recoverable
+                raise Unsupported("|x| near the float32 range: the port returns x + gate * value only, and "
+                                  "the gate cannot be separated from so large a stream")
+            probe = torch.cat([kv[:, :hc * dim].to(torch.float32), torch.full((1, dim), 2.0 ** sc)], dim=1)
+            o = gate_fn(xf, probe, q, k, eps, 1e-6)
+            gates.append(float((o[0, c, d0].double() - h[d0].double()) / (2.0 ** sc)).hex())
+        return {"gate": gates, "out": [int(b) & 0xFFFF for b in out.contiguous().view(torch.int16).reshape(-1).tolist()]}
+
+    def lookup(self, type_, group, test):
+        table = group["table"] if type_ == "SyntheticLookupTest" else group
+        d, rows = table["headDim"], table["rows"]
+        ids = [int(x) for x in test["rowIds"]]
+        if any(not 0 <= r < rows for r in ids):
+            raise Unsupported("a row id outside the table: _lookup zeroes the rows its shard does not own (it is "
+                              "not asked to refuse them)")
+        n_s = d // 32
+        if type_ == "SyntheticLookupTest":  # the table's bytes, the test's input (§STO.5), from the numpy port
+            codes, scales = SYNTHETIC.table_of(group["table"]).raw(ids)
+            raw = [(c.tobytes(), s.tobytes()) for c, s in zip(codes, scales)]
+        else:
+            raw = []
+            for rb in test["rowBytes"]:
+                b = bytes.fromhex(rb["packed"]) if "packed" in rb else bytes.fromhex(rb["codes"]) + bytes.fromhex(rb["scales"])
+                raw.append((b[:d], b[d:d + n_s]))
+        emb = self.ns["EngramEmbedding"].__new__(self.ns["EngramEmbedding"])
+        nn.Module.__init__(emb)
+        # the shard holds the test's rows (one per id, in order), as _load_rows would copy them from a checkpoint
+        emb.tp_size, emb.offload, emb.rows, emb.row_start = 1, None, len(ids), 0
+        emb.weight = nn.Parameter(torch.tensor(np.frombuffer(b"".join(c for c, _ in raw), dtype=np.uint8).reshape(
+            len(ids), d).copy()).view(torch.float8_e4m3fn), requires_grad=False)
+        emb.scale = nn.Parameter(torch.tensor(np.frombuffer(b"".join(s for _, s in raw), dtype=np.uint8).reshape(
+            len(ids), n_s).copy()).view(torch.float8_e8m0fnu), requires_grad=False)
+        out = emb(torch.arange(len(ids), dtype=torch.int64).reshape(-1, 1))
+        bits = out.contiguous().view(torch.int16).reshape(len(ids), d).tolist()
+        return {"rows": ["".join(f"{int(b) & 0xFFFF:04x}" for b in row) for row in bits]}
+
+    # ------------------------------------------------------------------ the protocol
+
+    def answer(self, suite, type_, group, test):
+        if type_ == "MultipliersTest":
+            if test["seed"] != 0:
+                raise Unsupported("the port draws multipliers with seed 10007 * layer_id: no seed parameter")
+            m = self.ns["compute_hash_multipliers"]((test["layerId"],), test["maxNgram"], test["compressedVocabSize"])
+            return {"multipliers": as_int_rows(m[0])}
+        if type_ == "LayoutTest":
+            if test["profile"] != "v4.1":
+                raise Unsupported("demo-v1 layouts: the port implements v4.1 only")
+            h, lay = self.hasher(config_of(test), test["compressedVocabSize"], test["compressedPad"])
+            return {"layers": [{"layerId": l, "multipliers": as_int_rows(h.multipliers[i]),
+                                "primes": as_int_rows(lay.primes[i]), "offsets": as_int_rows(h.offsets[i]),
+                                "numEmbeddings": int(lay.num_embeddings[i])} for i, l in enumerate(lay.layer_ids)]}
+        if type_ in ("HashTest", "HashStateTest"):
+            cfg, v, pad = config_of(group), group["compressedVocabSize"], group["compressedPad"]
+            h, _ = self.hasher(cfg, v, pad)
+            if type_ == "HashTest":
+                return {"rows": Request(h).append(test["ids"])}
+            return hash_state_test(group, test, lambda capacity: Request(h))
+        if type_ == "V41GateTest":
+            return self.gate(group, test)
+        if type_ in ("SafetensorsLookupTest", "PackedLookupTest", "SyntheticLookupTest"):
+            if not hasattr(torch, "float8_e8m0fnu"):
+                raise Unsupported(f"torch {torch.__version__} has no float8_e8m0fnu (EngramEmbedding's scale dtype)")
+            return self.lookup(type_, group, test)
+        raise Unsupported(f"{type_}: not computed by the port's Engram layer")
+
+
+class Request:
+    """One request as sglang's scheduler serves it: its n-gram token table row holds the raw ids by position (an
+    image position as a multimodal pad value, MM_PAD_SHIFT_VALUE and up), and each chunk is one extend forward with
+    absolute positions. A rollback is the scheduler's: the request's ids are cut back."""
+
+    def __init__(self, hasher):
+        self.h, self.ids = hasher, []
+
+    @property
+    def position(self):
+        return len(self.ids)
+
+    def append(self, ids):
+        if not ids:
+            return []
+        start = self.position
+        seq = self.ids + list(ids)
+        raw = [MM_PAD_SHIFT_VALUE if i == DEAD else i for i in seq]
+        table = torch.tensor([raw], dtype=torch.int64)
+        mode = SimpleNamespace(is_decode=lambda: False)
+        batch = SimpleNamespace(ngram_embedding_info=SimpleNamespace(token_table=table),
+                                req_pool_indices=torch.tensor([0]), forward_mode=mode,
+                                extend_seq_lens=torch.tensor([len(ids)]),
+                                positions=torch.arange(start, start + len(ids), dtype=torch.int64))
+        rows = self.h.forward(torch.tensor(raw[start:], dtype=torch.int64), batch)
+        self.ids = seq
+        return as_int_rows(rows)
+
+    def rollback(self, k):
+        if not 0 <= k <= self.position:
+            raise ValueError(f"rollback by {k} at position {self.position}")
+        del self.ids[self.position - k:]
+
+    def history(self):
+        m = self.h.max_ngram_size - 1
+        return self.ids[self.position - min(self.position, m):]
+
+    def __deepcopy__(self, memo):
+        other = Request(self.h)
+        other.ids = list(self.ids)
+        return other
+
+
+if __name__ == "__main__":
+    sys.exit(main(SGLangServing, __doc__))

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""JSON-lines adapter for vLLM's DeepSeek-V4.1 Engram Triton kernels (vllm/models/deepseek_v41/common/engram.py:
+_hash_ids_kernel through NgramHashState.forward, _engram_lookup_kernel through ParallelEngramEmbedding.lookup,
+_engram_dequant_packed_kernel through dequantize_packed_engram_rows), run on the CPU by Triton's interpreter
+(TRITON_INTERPRET=1). _fused_engram_post_wkv_kernel does not run there (README.md says which construct stops it).
+See README.md beside this file.
+
+Run: engram conform --vectors vectors --exec "python3 conformance/ports/vllm-triton/adapter.py --checkout DIR"
+"""
+import os
+import sys
+import weakref
+from types import SimpleNamespace
+
+os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported: every @triton.jit runs on the CPU
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from portlib import DEAD, Adapter, Unsupported, hash_state_test, identity_map, main, test_ids  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+import numpy_adapter as SYNTHETIC  # noqa: E402  (only its synthetic-table generator: a test's input bytes)
+
+# The launchers size their grids from the GPU's SM count (torch.cuda.get_device_properties); on the CPU the
+# interpreter runs any grid, so the query answers a fixed count (the grid-stride loops cover every row).
+if not torch.cuda.is_available():
+    torch.cuda.get_device_properties = lambda index: SimpleNamespace(multi_processor_count=4)
+    torch.accelerator.current_device_index = lambda: 0
+
+PATH = "vllm/models/deepseek_v41/common/engram.py"
+NAMES = ["DEAD_ID", "_is_prime", "find_next_prime", "compute_hash_multipliers", "EngramLayout", "_hash_ids_kernel",
+         "NgramHashState", "_engram_lookup_kernel", "_engram_head_shard_weight_loader", "ParallelEngramEmbedding", "_engram_dequant_packed_kernel",
+         "dequantize_packed_engram_rows"]
+
+
+def bf16_tensor(bits, shape):
+    """bf16 values from their 16-bit patterns."""
+    return torch.tensor(np.asarray(bits, dtype=np.uint16).astype(np.int16), dtype=torch.int16).view(
+        torch.bfloat16).reshape(shape)
+
+
+def bf16_bits(t):
+    return [int(x) & 0xFFFF for x in t.contiguous().view(torch.int16).reshape(-1).tolist()]
+
+
+class Kernels(Adapter):
+    name = "vLLM deepseek_v41 Triton kernels (Triton interpreter, CPU)"
+    suites = ["hash_v41", "table_lookup"]
+    profiles = ["v4.1"]
+
+    def __init__(self, checkout):
+        super().__init__(checkout)
+        from portlib import load_defs
+        ns = {"np": np, "torch": torch, "nn": nn, "triton": triton, "tl": tl, "weakref": weakref,
+              "VllmConfig": object, "QuantizationConfig": object, "ReplicatedLinear": None,
+              "get_tensor_model_parallel_world_size": lambda: 1, "get_tensor_model_parallel_rank": lambda: 0,
+              "tensor_model_parallel_all_gather": None, "set_weight_attrs": None,
+              "get_current_vllm_config": None, "logger": None}
+        self.ns = load_defs(os.path.join(checkout, PATH), NAMES, ns)
+        self.version = f"checkout (triton {triton.__version__} interpreter, torch {torch.__version__})"
+
+    # ------------------------------------------------------------------ hash: NgramHashState.forward, V2 runner
+
+    def hasher(self, group, ids):
+        """The port's NgramHashState as the V2 runner uses it (no slot cache: every lookback id is supplied),
+        built around the group's tables; __init__ (a tokenizer download, a KV-cache module) is not run."""
+        layers, v, pad = group["layers"], group["compressedVocabSize"], group["compressedPad"]
+        prefix, _ = identity_map(v, [i for i in ids if i != DEAD], pad)
+        st = self.ns["NgramHashState"].__new__(self.ns["NgramHashState"])
+        nn.Module.__init__(st)
+        st.use_slot_cache, st._cache, st.block_size = False, None, 16
+        st.pad_id = pad
+        st.register_buffer("token_map", torch.arange(max(prefix, 1), dtype=torch.int32), persistent=False)
+        st.register_buffer("multipliers", torch.tensor([l["multipliers"] for l in layers], dtype=torch.int64),
+                           persistent=False)
+        st.register_buffer("primes", torch.tensor([l["primes"] for l in layers], dtype=torch.int64), persistent=False)
+        st.register_buffer("offsets", torch.tensor([l["offsets"] for l in layers], dtype=torch.int64),
+                           persistent=False)
+        st.lookback_depth = len(layers[0]["multipliers"]) - 1
+        return st
+
+    def hash_chunk(self, st, group, history, ids, position):
+        """One request's chunk: rows [T][layer][col]; history: the ids before it (oldest first, DEAD kept)."""
+        if not ids:
+            return []
+        v = group["compressedVocabSize"]
+        for i in ids + history:
+            if i != DEAD and not 0 <= i < v:
+                raise Unsupported(f"id {i} outside [0, {v}): the kernel reads token_map[id] unchecked (an "
+                                  f"out-of-bounds load, undefined on the GPU), so such an input is not run")
+        if any(i >= st.token_map.numel() for i in ids + history if i != DEAD):
+            raise Unsupported("an id beyond the identity map prefix the adapter can build (portlib.identity_map)")
+        depth = st.lookback_depth
+        t = torch.tensor([0 if i == DEAD else i for i in ids], dtype=torch.int64)
+        dead = torch.tensor([i == DEAD for i in ids], dtype=torch.bool)
+        pos = torch.arange(position, position + len(ids), dtype=torch.int64)
+        qsl = torch.tensor([0, len(ids)], dtype=torch.int32)
+        # lookback_token_ids[r, c]: the id at chunk_start - 1 - c, -1 where there is none
+        back = list(reversed(history))[:depth]
+        look = torch.full((1, max(depth, 1)), -1, dtype=torch.int64)
+        look_dead = torch.zeros((1, max(depth, 1)), dtype=torch.bool)
+        for c, i in enumerate(back):
+            look[0, c] = 0 if i == DEAD else i
+            look_dead[0, c] = i == DEAD
+        out = st.forward(t, pos, qsl, dead, look, look_dead, None, None)
+        return [[[int(x) for x in layer] for layer in tok] for tok in out.tolist()]
+
+    # ------------------------------------------------------------------ table: lookup / dequant kernels
+
+    def lookup(self, group, test):
+        if group["type"] == "SyntheticLookupTest":
+            d, rows = group["table"]["headDim"], group["table"]["rows"]
+        else:
+            d, rows = group["headDim"], group["rows"]
+        ids = [int(x) for x in test["rowIds"]]
+        for i, r in enumerate(ids):
+            if not 0 <= r < rows:
+                raise Unsupported(f"row id {r} outside [0, {rows}): the lookup kernel masks rows outside its "
+                                  f"shard to zeros (it is not asked to refuse them)")
+        n_s = d // 32
+        codes, scales = [], []
+        if group["type"] == "SyntheticLookupTest":
+            # the table's bytes are the test's input (§STO.5), drawn here by the in-tree numpy port's generator
+            c, sc_ = SYNTHETIC.table_of(group["table"]).raw(ids)
+            test = dict(test, rowBytes=[{"codes": a.tobytes().hex(), "scales": b.tobytes().hex()} for a, b in zip(c, sc_)])
+        for rb in test["rowBytes"]:
+            if "packed" in rb:
+                raw = bytes.fromhex(rb["packed"])
+                codes.append(raw[:d])
+                scales.append(raw[d:d + n_s])
+            else:
+                codes.append(bytes.fromhex(rb["codes"]))
+                scales.append(bytes.fromhex(rb["scales"]))
+        # the table the kernel reads: the test's rows, addressed by their local index (one row per id)
+        w = torch.tensor(np.frombuffer(b"".join(codes), dtype=np.uint8).reshape(len(ids), d).copy()).view(
+            torch.float8_e4m3fn)
+        sc = torch.tensor(np.frombuffer(b"".join(scales), dtype=np.uint8).reshape(len(ids), n_s).copy())
+        emb = self.ns["ParallelEngramEmbedding"].__new__(self.ns["ParallelEngramEmbedding"])
+        nn.Module.__init__(emb)
+        emb.dim, emb.block_size, emb.n_hash_cols, emb.part_n_hash_cols = d, 32, 1, 1
+        emb.head_start, emb.vocab_start_idx, emb.vocab_end_idx, emb._num_sms, emb.tp_size = 0, 0, len(ids), 4, 1
+        emb._storage = lambda: (w, sc)
+        indices = torch.arange(len(ids), dtype=torch.int64).reshape(-1, 1)
+        if group["type"] == "PackedLookupTest":
+            packed = torch.empty((len(ids), 1, d + n_s), dtype=torch.uint8)
+            emb.lookup(indices, packed, packed=True)
+            out = torch.empty((len(ids), 1, d), dtype=torch.bfloat16)
+            self.ns["dequantize_packed_engram_rows"](packed, out, 32)
+        else:
+            out = torch.empty((len(ids), 1, d), dtype=torch.bfloat16)
+            emb.lookup(indices, out)
+        rows_hex = ["".join(f"{b:04x}" for b in bf16_bits(out[i, 0])) for i in range(len(ids))]
+        return {"rows": rows_hex}
+
+    def answer(self, suite, type_, group, test):
+        if type_ in ("HashTest", "HashStateTest"):
+            ids = test_ids(test)
+
+            def new_session(capacity):
+                return Session(self, group, self.hasher(group, ids))
+
+            if type_ == "HashTest":
+                return {"rows": new_session(0).append(test["ids"])}
+            return hash_state_test(group, test, new_session)
+        if type_ in ("SafetensorsLookupTest", "PackedLookupTest", "SyntheticLookupTest"):
+            group = dict(group, type=type_)
+            return self.lookup(group, test)
+        raise Unsupported(f"{type_}: no Triton kernel of the port computes it")
+
+
+class Session:
+    """A request as vLLM's V2 runner drives the kernel: stateless, the runner supplies the ids before the chunk
+    (lookback_token_ids, DEAD through lookback_dead_mask); the adapter keeps the request's ids as the runner's
+    token history does, so a rollback is the runner truncating it."""
+
+    def __init__(self, adapter, group, st):
+        self.adapter, self.group, self.st = adapter, group, st
+        self.ids = []
+
+    @property
+    def position(self):
+        return len(self.ids)
+
+    def append(self, ids):
+        rows = self.adapter.hash_chunk(self.st, self.group, self.ids[-self.st.lookback_depth:] if
+                                       self.st.lookback_depth else [], list(ids), self.position)
+        self.ids += list(ids)
+        return rows
+
+    def rollback(self, k):
+        if not 0 <= k <= self.position:
+            raise ValueError(f"rollback by {k} at position {self.position}")
+        del self.ids[self.position - k:]
+
+    def history(self):
+        h = min(self.position, self.st.lookback_depth)
+        return self.ids[self.position - h:]
+
+    def __deepcopy__(self, memo):
+        other = Session(self.adapter, self.group, self.st)
+        other.ids = list(self.ids)
+        return other
+
+
+if __name__ == "__main__":
+    sys.exit(main(Kernels, __doc__))
