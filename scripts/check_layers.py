@@ -11,8 +11,8 @@ the ground up:
   2  vectors/               the generator, verifier, random cases, comparison
   3  conformance/runner/, conformance/plugins/, conformance/testutil/
   4  conformance/host/       the C-ABI plug-in host (it reads requests as the runner does)
-  5  conformance/cli/, conformance/badinput/, conformance/fuzz/, python/ (the Python module)
-  6  cuda/, docs/, packaging/
+  5  conformance/cli/, conformance/badinput/, conformance/fuzz/
+  6  cuda/, docs/, packaging/, python/ (the Python module: it runs the CLI's commands too)
 
 An arrow may run down or stay inside its own part; one that runs up, or
 sideways between two parts of a floor, is a finding. The drawing
@@ -41,7 +41,7 @@ PARTS = [  # (part, floor, how an include names it)
     ("conformance/cli", 5, "conformance/cli/"),
     ("conformance/badinput", 5, "conformance/badinput/"),
     ("conformance/fuzz", 5, "conformance/fuzz/"),
-    ("python", 5, "python/"),
+    ("python", 6, "python/"),
     ("cuda", 6, "cuda/"),
     ("docs", 6, "docs/"),
     ("packaging", 6, "packaging/"),

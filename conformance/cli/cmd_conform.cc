@@ -90,7 +90,16 @@ void AddConformCommand(CLI::App& app) {
   };
   auto s = std::make_shared<State>();
   auto* cmd = app.add_subcommand("conform", "Run an implementation against the golden vectors (§CONF)");
-  cmd->add_option("--vectors", s->vectors, "Vectors directory (holds MANIFEST.sha256 and v1/)")->required();
+  auto* vectors_opt = cmd->add_option("--vectors", s->vectors, "Vectors directory (holds MANIFEST.sha256 and v1/)");
+  // Embedded (python -m engram): the vectors the package ships, unless named.
+  const Host* host = EmbeddingHost();
+  if (host != nullptr && !host->vectors.empty()) {
+    s->vectors = host->vectors;
+    vectors_opt->description("Vectors directory (holds MANIFEST.sha256 and v1/; default: the package's, " +
+                             host->vectors + ")");
+  } else {
+    vectors_opt->required();
+  }
   auto* lib = cmd->add_option("--lib", s->lib, "Shared library implementing engram/conformance.h (C ABI)");
   auto* exec = cmd->add_option("--exec", s->exec, "Command speaking the JSON-lines protocol on stdin/stdout");
   lib->excludes(exec);
@@ -166,7 +175,9 @@ void AddConformCommand(CLI::App& app) {
     conform::Options o;
     o.vectors = s->vectors;
     if (!s->lib.empty()) {
-      o.command = {SelfExe(), "plugin-host", "--lib", s->lib};
+      const Host* host = EmbeddingHost();
+      o.command = host != nullptr ? host->self : std::vector<std::string>{SelfExe()};
+      o.command.insert(o.command.end(), {"plugin-host", "--lib", s->lib});
       o.implementation_args = "--lib " + conform::Quoted(s->lib);
     } else if (!s->exec.empty()) {
       o.command = {"/bin/sh", "-c", "exec " + s->exec};

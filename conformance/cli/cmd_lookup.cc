@@ -14,9 +14,6 @@
 namespace engram::cli {
 namespace {
 
-// The largest --world: every rank's partial is computed here, one after the other.
-constexpr int kMaxWorld = 4096;
-
 // JSON has no NaN or infinities: those become strings; -0 stays -0.0.
 ojson FloatJson(float f) {
   if (std::isnan(f)) return "NaN";
@@ -228,8 +225,7 @@ void AddLookupCommand(CLI::App& app) {
                      ->check(IntIn(0, INT64_MAX, "layer ids are >= 0"));
   auto* w = cmd->add_option("--world", s->world, "Tensor-parallel world size (row sharding, §STO.7), 1 ... " +
                                                      std::to_string(kMaxWorld))
-                ->check(IntIn(1, kMaxWorld, "a world of at least one rank; at most " + std::to_string(kMaxWorld) +
-                                                " ranks, each computed here"));
+                ->check(IntIn(1, kMaxWorld, kWorldWhy));
   s->world_opt = w;
   s->rank_opt = cmd->add_option("--rank", s->rank,
                                 "With --world: print this rank's masked partial instead of the all_reduce (0 ... world-1)")

@@ -15,11 +15,13 @@
 namespace engram::cli {
 namespace {
 
-// The JSON Schemas shipped with the vectors: those of an installed engram
+// The JSON Schemas shipped with the vectors: those of an embedding program
+// (the Python module's), of an installed engram
 // (<prefix>/share/engram/vectors/schema, beside <prefix>/bin/engram), else
 // those of the source tree this binary was built from.
 std::string DefaultSchemas() {
   namespace fs = std::filesystem;
+  if (const Host* host = EmbeddingHost()) return host->schemas;
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {

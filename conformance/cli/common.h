@@ -71,6 +71,10 @@ CLI::Validator SecondsIn(double lo, double hi);
 // [0, 2^31), so V <= 2^31 (and V >= 1, §RNG.4).
 inline constexpr int64_t kMaxCompressedVocabSize = int64_t{1} << 31;
 
+// §STO.7 The largest tensor-parallel world the tools compute (each rank is computed in turn), and why.
+inline constexpr int kMaxWorld = 4096;
+inline constexpr const char* kWorldWhy = "a world of at least one rank; at most 4096 ranks, each computed here";
+
 // Rewrites the command line so that `--name=` (an empty value after '=')
 // reaches CLI11 as `--name ''`: CLI11 2.1 would otherwise take the next word as
 // the value. Only words before a lone "--" are rewritten.
@@ -84,6 +88,24 @@ void Emit(const ojson& doc, const std::string& out_path);
 // A double as JSON: a finite value as a number, a non-finite one (JSON has no NaN or inf) as its hex-float
 // string, "nan", "inf" or "-inf" (reference/fusion.h FloatHex).
 ojson JsonNumber(double x);
+
+// The whole command line (argv[0] is the program's name): parses it, runs one
+// subcommand, and returns the exit status. app.cc; engram_main.cc's main() and
+// the Python module's `python -m engram` call it.
+int Main(int argc, const char* const* argv);
+
+// What a program that embeds the commands (the Python module) says about
+// itself, where the executable would look at /proc/self/exe: how to start the
+// commands again (`conform --lib` runs `<self> plugin-host --lib PATH`), where
+// the vectors' JSON Schemas are, and the vectors `conform` uses by default.
+struct Host {
+  std::vector<std::string> self;
+  std::string schemas;
+  std::string vectors;
+};
+void SetHost(Host host);
+// nullptr in the `engram` executable.
+const Host* EmbeddingHost();
 
 // The subcommands; each registers itself on `app` with its own callback.
 void AddLayoutCommand(CLI::App& app);
