@@ -22,14 +22,14 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _core
+from . import _core, _kind
 from ._core import Error
 
 __all__ = [
     "Error", "Layout", "hash", "HashState", "TokenMap", "token_map", "decode_rows", "tp_shard", "head_shard",
     "gate_v41", "gate_demo", "fuse_v41_stream", "DemoParams", "short_conv", "demo_forward", "explain",
     "random_cases", "judge", "Verdict", "cases", "Case", "SPEC_VERSION", "RANDOM_VERSION", "vectors",
-    "batches", "Batch",
+    "batches", "Batch", "assert_conforms", "case_params", "parametrize",
 ]
 
 SPEC_VERSION: str = _core.SPEC_VERSION
@@ -39,46 +39,26 @@ __version__: str = _core.VERSION
 _Config = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 
 
-def _ids(ids: Any) -> np.ndarray:
-    if type(ids) is np.ndarray and ids.dtype == np.int64 and ids.ndim == 1 and ids.flags.c_contiguous:
-        return ids  # the common case, checked first: a decode step's overhead is counted in microseconds
-    a = np.asarray(ids)
-    if a.dtype != np.int64:
-        if a.size and not np.issubdtype(a.dtype, np.integer):
-            raise Error(f"ids: dtype {a.dtype} is not an integer type (compressed ids are int64, §HASH.1)")
-        a = a.astype(np.int64)
-    if a.ndim != 1:
-        raise Error(f"ids: shape {a.shape}; expected one sequence [T] (§HASH.4)")
-    return np.ascontiguousarray(a)
-
-
 class Layout(_core.Layout):
     """§LAY The layout of a configuration: multipliers (§RNG.4), primes (§LAY.2), offsets (§LAY.3).
 
-    ``config`` is a config.json path, a dict of its keys (or a vector group's ``config``), or the
-    name of a shipped configuration (``"v4.1"``: DeepSeek-V4.1-Flash, ``"demo-v1"``).
-    ``compressed_vocab_size`` V is required unless the configuration gives it (§LAY.4);
-    ``compressed_pad`` defaults to the configuration's pad id used as a compressed id (§TOK.5).
+    ``Layout(config, compressed_vocab_size=None, compressed_pad=None, profile=None)``: ``config`` is a
+    config.json path, a dict of its keys (or a vector group's ``config``), or the name of a shipped configuration
+    (``"v4.1"``: DeepSeek-V4.1-Flash, ``"demo-v1"``). ``compressed_vocab_size`` V (1 ... 2^31) is required unless
+    the configuration gives it (§LAY.4); ``compressed_pad`` defaults to the configuration's pad id used as a
+    compressed id (§TOK.5); ``profile`` overrides what a file's keys say (§CFG.1). Integers follow the CLI's rule:
+    an int or a decimal str, never a bool or a float (engram.Error / TypeError otherwise).
     """
-
-    def __init__(self, config: _Config, compressed_vocab_size: Optional[int] = None,
-                 compressed_pad: Optional[int] = None, profile: Optional[str] = None) -> None:
-        builtin = path = text = ""
-        source = "config"
-        if isinstance(config, Mapping):
-            text = json.dumps(config)
-        elif isinstance(config, str) and config in ("v4.1", "demo-v1"):
-            builtin = config
-        elif isinstance(config, (str, os.PathLike)):
-            path = source = os.fspath(config)
-        else:
-            raise Error(f"config: {type(config).__name__} is not a path, a dict or 'v4.1'/'demo-v1'")
-        super().__init__(builtin, path, text, source, profile or "", int(compressed_vocab_size or 0),
-                         None if compressed_pad is None else int(compressed_pad))
 
     @classmethod
     def from_group(cls, group: Mapping[str, Any]) -> "Layout":
         """The layout of a vector group (its ``config``, ``profile``, ``compressedVocabSize``, ``compressedPad``)."""
+        if not isinstance(group, Mapping):
+            raise TypeError(f"group: must be a vector group (a dict), got {type(group).__name__}")
+        missing = [k for k in ("config", "compressedVocabSize", "compressedPad") if k not in group]
+        if missing:
+            raise Error(f"group: no key {', '.join(repr(k) for k in missing)} (a vector group with a configuration "
+                        f"has config, compressedVocabSize and compressedPad; see spec/vectors.md)")
         return cls(group["config"], group["compressedVocabSize"], group["compressedPad"], group.get("profile"))
 
     def __repr__(self) -> str:
@@ -86,16 +66,26 @@ class Layout(_core.Layout):
                 f"layers={self.layer_ids}, max_ngram={self.max_ngram}, heads={self.heads})")
 
 
-def hash(layout: Layout, ids: Any, out: Optional[np.ndarray] = None) -> np.ndarray:  # noqa: A001 - the spec's name
+def hash(layout: Layout, ids: Any, out: Any = None) -> Any:  # noqa: A001 - the spec's name
     """§HASH.4 Row ids ``rows[T, layers, columns]`` (int64) of compressed ``ids`` from the sequence start.
 
-    Column ``(n-2)*heads + head``; offsets added (§LAY.3). ``-1`` is DEAD in v4.1 (§HASH.1). ``out``: a
-    C-contiguous int64 array of that shape to write into (returned), as a serving engine reuses its buffer.
+    Column ``(n-2)*heads + head``; offsets added (§LAY.3). ``-1`` is DEAD in v4.1 (§HASH.1). ``ids``: integers
+    (any integer dtype whose values are int64; a list). ``out``: a C-contiguous int64 array of that shape to write
+    into (returned), as a serving engine reuses its buffer. A torch tensor in gives a torch tensor out, on its
+    device (computed on the CPU).
     """
-    try:  # int64 ids in one C-contiguous row go straight through (a decode step counts microseconds)
+    torch = _kind.torch_of(ids, out)
+    if torch is None:  # numpy or lists: straight to C++ (a decode step counts microseconds)
         return _core.hash(layout, ids, out)
-    except TypeError:
-        return _core.hash(layout, _ids(ids), out)
+    return _append_torch(torch, lambda i, o: _core.hash(layout, i, o), ids, out)
+
+
+def _append_torch(torch: Any, call: Any, ids: Any, out: Any) -> Any:
+    device = _kind.device_of(ids, out)
+    if out is not None and isinstance(out, torch.Tensor):
+        o = _kind.out_host(out, torch)
+        return _kind.out_back(out, call(_kind.host(ids), o), torch)
+    return _kind.back(call(_kind.host(ids), out), torch, device)
 
 
 class HashState:
@@ -107,15 +97,16 @@ class HashState:
         self.layout = layout
         self._s = _state if _state is not None else _core.HashState(layout, rollback_capacity)
 
-    def append(self, ids: Any, out: Optional[np.ndarray] = None) -> np.ndarray:
-        """Rows ``[n, layers, columns]`` of the next n ids (into ``out`` when given)."""
-        try:
+    def append(self, ids: Any, out: Any = None) -> Any:
+        """Rows ``[n, layers, columns]`` of the next n ids (into ``out`` when given); torch in, torch out."""
+        torch = _kind.torch_of(ids, out)
+        if torch is None:
             return self._s.append(ids, out)
-        except TypeError:
-            return self._s.append(_ids(ids), out)
+        return _append_torch(torch, self._s.append, ids, out)
 
     def rollback(self, k: int) -> None:
-        self._s.rollback(int(k))
+        """Forgets the last ``k`` ids (an integer, 0 ... position)."""
+        self._s.rollback(k)
 
     def fork(self) -> "HashState":
         return HashState(self.layout, _state=self._s.fork())
@@ -138,7 +129,7 @@ class HashState:
     @classmethod
     def import_(cls, layout: Layout, history: Mapping[str, Any], rollback_capacity: int = 0) -> "HashState":
         """§HASH.7 A state that continues an exported history (refused for another layout)."""
-        return cls(layout, _state=_core.HashState.import_json(layout, json.dumps(history), rollback_capacity))
+        return cls(layout, _state=_core.HashState.import_json(layout, history, rollback_capacity))
 
 
 class TokenMap:
@@ -158,95 +149,108 @@ class TokenMap:
 
 def token_map(tokenizer_json: Union[str, "os.PathLike[str]"]) -> TokenMap:
     """§TOK.1-§TOK.4 The token map of a HuggingFace tokenizer.json (a path, or the JSON text itself)."""
-    if isinstance(tokenizer_json, str) and tokenizer_json.lstrip().startswith("{"):
-        text, source = tokenizer_json, "tokenizer.json"
-    else:
-        source = os.fspath(tokenizer_json)
-        with open(source, encoding="utf-8", errors="surrogateescape") as f:
-            text = f.read()
-    m, v = _core.build_token_map(text, source)
-    return TokenMap(m, v, source)
+    return TokenMap(*_core.build_token_map(tokenizer_json))
 
 
-def decode_rows(codes: Any, scales: Any) -> np.ndarray:
-    """§STO.3 bf16 bits (uint16) of E4M3fn ``codes[..., d]`` times E8M0 ``scales[..., d/32]``."""
-    return _core.decode_rows(np.ascontiguousarray(codes, dtype=np.uint8), np.ascontiguousarray(scales, dtype=np.uint8))
+def decode_rows(codes: Any, scales: Any) -> Any:
+    """§STO.3 bf16 bits (uint16) of E4M3fn ``codes[..., d]`` times E8M0 ``scales[..., d/32]``: integers 0-255 (any
+    integer dtype), or float8_e4m3fn / float8_e8m0fnu arrays. Torch in: a torch bfloat16 tensor on the caller's
+    device."""
+    torch = _kind.torch_of(codes, scales)
+    if torch is None:
+        return _core.decode_rows(codes, scales)
+    bits = _core.decode_rows(_kind.host(codes), _kind.host(scales))
+    return _kind.back(bits, torch, _kind.device_of(codes, scales), bf16=True)
 
 
 def tp_shard(rows: int, world: int, rank: Optional[int] = None):
     """§STO.7 The rows ``[begin, end)`` rank ``rank`` owns of a table of ``rows`` rows split over ``world`` ranks
-    (a list over every rank when ``rank`` is None)."""
-    if rank is None:
-        return [_core.row_shard(rows, r, world) for r in range(world)]
-    return _core.row_shard(rows, rank, world)
+    (a list over every rank when ``rank`` is None). ``world`` is 1 ... 4096, as ``engram lookup --world``."""
+    return _core.row_shards(rows, world, rank)
 
 
 def head_shard(columns: int, world: int, rank: int):
     """§STO.8 The columns ``[begin, end)`` rank ``rank`` owns under head parallelism."""
-    return _core.head_shard(columns, rank, world)
+    return _core.head_shard(columns, world, rank)
 
 
 def gate_v41(dot: float, precision: str = "float64") -> dict:
     """§FUS.4 The v4.1 gate of ``dot``: clamped, root, signed_root, gate; precision float64 or float32 (§FUS.8)."""
-    return _core.gate_v41(float(dot), precision)
+    return _core.gate_v41(dot, precision)
 
 
 def gate_demo(g: float, precision: str = "float64") -> dict:
     """§FUS.6 The demo-v1 gate of ``g``."""
-    return _core.gate_demo(float(g), precision)
-
-
-def _bf16(a: Any) -> np.ndarray:
-    return np.ascontiguousarray(a, dtype=np.uint16).reshape(-1)
+    return _core.gate_demo(g, precision)
 
 
 def fuse_v41_stream(h: Any, key: Any, value: Any, q_weight: Any, k_weight: Any, eps: float, masked: bool = False,
                     precision: str = "float64") -> dict:
-    """§FUS.3-§FUS.4 One hyper-connection stream of the v4.1 fusion (bf16 bits in): dot, gate, out, out_bf16."""
-    return _core.fuse_v41_stream(_bf16(h), _bf16(key), _bf16(value), _bf16(q_weight), _bf16(k_weight), float(eps),
-                                 bool(masked), precision)
+    """§FUS.3-§FUS.4 One hyper-connection stream of the v4.1 fusion: dot, gate, out (float64), out_bf16 (bits).
+
+    bf16 inputs come as their bit patterns (uint16 or int16 arrays, ints 0-65535) or as torch bfloat16 tensors;
+    ``eps`` is norm_eps (finite, >= 0). Torch in: ``out`` a float64 and ``out_bf16`` a bfloat16 tensor."""
+    arrays = (h, key, value, q_weight, k_weight)
+    torch = _kind.torch_of(*arrays)
+    if torch is None:
+        return _core.fuse_v41_stream(h, key, value, q_weight, k_weight, eps, masked, precision)
+    d = _core.fuse_v41_stream(*(_kind.host(a) for a in arrays), eps, masked, precision)
+    device = _kind.device_of(*arrays)
+    d["out"] = _kind.back(d["out"], torch, device)
+    d["out_bf16"] = _kind.back(d["out_bf16"], torch, device, bf16=True)
+    return d
 
 
-_DEMO_SIZES = ("hc", "hidden", "in", "kernel", "dilation")
 _DEMO_ARRAYS = ("key_w", "key_b", "norm1_w", "norm2_w", "value_w", "value_b", "conv_norm_w", "conv_w")
 
 
 def DemoParams(**kw: Any) -> dict:
-    """§FUS.5-§FUS.7 demo-v1 parameters: sizes hc, hidden, in, kernel, dilation and float64 arrays
-    key_w [hc, hidden, in], key_b, norm1_w, norm2_w [hc, hidden], value_w [hidden, in], value_b,
-    conv_norm_w [hc, hidden], conv_w [hc*hidden, kernel]."""
-    out: dict = {}
-    for k in _DEMO_SIZES:
-        out[k] = int(kw[k])
-    for k in _DEMO_ARRAYS:
-        out[k] = np.ascontiguousarray(kw[k], dtype=np.float64).reshape(-1)
-    return out
+    """§FUS.5-§FUS.7 demo-v1 parameters: sizes hc, hidden, in, kernel, dilation (integers 1 ... 2^20) and real
+    arrays key_w [hc, hidden, in], key_b, norm1_w, norm2_w [hc, hidden], value_w [hidden, in], value_b,
+    conv_norm_w [hc, hidden], conv_w [hc*hidden, kernel]. Checked now; the dict holds float64 numpy arrays."""
+    return _core.demo_params({k: _kind.host(v, real=True) if k in _DEMO_ARRAYS else v for k, v in kw.items()})
+
+
+def _params(params: Any) -> Any:
+    if isinstance(params, Mapping) and not isinstance(params, dict):
+        params = dict(params)
+    if isinstance(params, dict):
+        return {k: _kind.host(v, real=True) for k, v in params.items()}
+    return params
 
 
 def short_conv(value: Any, params: Mapping[str, Any], precision: str = "float64") -> dict:
-    """§FUS.7 ShortConv of ``value[T, hc*hidden]``: normed, conv, act (the output)."""
-    v = np.ascontiguousarray(value, dtype=np.float64)
-    return _core.short_conv(v.reshape(-1), v.shape[0] if v.ndim else 0, dict(params), precision)
+    """§FUS.7 ShortConv of ``value[T, hc*hidden]``: normed, conv, act (the output). Torch in, torch out."""
+    torch = _kind.torch_of(value)
+    d = _core.short_conv(_kind.host(value, real=True), _params(params), precision)
+    if torch is not None:
+        device = _kind.device_of(value)
+        d = {k: _kind.back(v, torch, device) for k, v in d.items()}
+    return d
 
 
 def demo_forward(e: Any, hidden: Any, params: Mapping[str, Any], precision: str = "float64") -> dict:
-    """§FUS.5-§FUS.7 The demo-v1 forward: gates [T, hc], value, conv, output, hidden_after [T, hc, hidden]."""
-    ea = np.ascontiguousarray(e, dtype=np.float64)
-    ha = np.ascontiguousarray(hidden, dtype=np.float64)
-    return _core.demo_forward(ea.reshape(-1), ha.reshape(-1), ea.shape[0], dict(params), precision)
+    """§FUS.5-§FUS.7 The demo-v1 forward of ``e[T, in]`` and ``hidden[T, hc, hidden]``: gates [T, hc], value, conv,
+    output, hidden_after [T, hc, hidden]. Torch in, torch out."""
+    torch = _kind.torch_of(e, hidden)
+    d = _core.demo_forward(_kind.host(e, real=True), _kind.host(hidden, real=True), _params(params), precision)
+    if torch is not None:
+        device = _kind.device_of(e, hidden)
+        d = {k: _kind.back(v, torch, device) for k, v in d.items()}
+    return d
 
 
 def explain(layout: Layout, ids: Any, position: Optional[int] = None):
     """§HASH.2-§HASH.4 What the hash did at each position (the intermediates ``engram explain`` and the vectors
     show): the window as read, blocked slots, tokens after blocking, the mixes per layer and order, the residues
-    and rows per column. One dict per position, or the one at ``position``."""
-    traces = json.loads(_core.trace_json(layout, _ids(ids)))
-    return traces if position is None else traces[position]
+    and rows per column. One dict per position, or the one at ``position`` (0 ... T-1)."""
+    return json.loads(_core.trace_json(layout, _kind.host(ids), position))
 
 
 from . import vectors  # noqa: E402
 from .vectors import Case, Verdict, judge, random_cases  # noqa: E402
 from .batch import Batch  # noqa: E402
+from .testing import assert_conforms, case_params, parametrize  # noqa: E402
 
 
 def cases(suite: str, type: Optional[str] = None, **kw: Any):  # noqa: A002

@@ -14,8 +14,9 @@ only ``unsupported``; an unknown ``type=`` is an error; the options are checked 
 test per batch of cases instead (engram.batch: one call for many cases, each judged alone, held to the same
 rules).
 
-Options: ``--engram-random N --engram-seed S`` adds the N random cases ``engram conform --random N --seed S``
-asks (§CONF.7), each drawn when its test runs; ``--engram-save-failures DIR`` writes the failing cases as a
+Options: ``--engram-random N --engram-seed S`` adds N random cases to each ``@engram.cases`` (§CONF.7), each drawn
+when its test runs: with ``type=T``, the first N cases of type T in the stream ``engram conform --random --seed S``
+draws from (at most max(10,000, 100 N) looked at); without, cases 1 ... N of the suite; ``--engram-save-failures DIR`` writes the failing cases as a
 vectors directory that ``engram conform --vectors DIR`` replays; ``--engram-shard-index I --engram-shard-count N``
 keeps the cases whose index (per test function, fixed vectors then random cases, 0-based) is I modulo N. Without
 them the shard comes from the environment, resolved by ``engram conform``'s own rules (the same C++, §CONF.9).
@@ -43,8 +44,8 @@ MAX_RANDOM = 100000
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("engram", "Engram conformance cases (engram.cases / the engram_case fixture)")
     g.addoption("--engram-random", default="0", metavar="N",
-                help=f"add N random cases per suite with a generator, as engram conform --random N (§CONF.7; "
-                     f"at most {MAX_RANDOM})")
+                help=f"add N random cases of the test's type to each @engram.cases of a suite with a generator, "
+                     f"drawn from engram conform --random's stream (§CONF.7; at most {MAX_RANDOM})")
     g.addoption("--engram-seed", default="1", metavar="S", help="the random cases' seed (default 1)")
     g.addoption("--engram-save-failures", default=None, metavar="DIR",
                 help="write the failing cases to DIR (new or empty) as vectors engram conform --vectors DIR replays")
@@ -97,7 +98,7 @@ def pytest_report_header(config: pytest.Config) -> List[str]:
         lines.append(f"engram: shard {index} of {count} (from {source}): cases whose index is {index} mod {count}")
     n = config._engram_random  # type: ignore[attr-defined]
     if n:
-        lines.append(f"engram: {n} random cases per suite, seed {config._engram_seed}")  # type: ignore[attr-defined]
+        lines.append(f"engram: {n} random cases per @engram.cases (of its type), seed {config._engram_seed}")  # type: ignore[attr-defined]
     return lines
 
 
@@ -123,14 +124,18 @@ def case_params(suite: str, type_: Optional[str], n_random: int, seed: int) -> L
     _RandomRef (their types drawn and dropped to apply ``type``). Raises Error for an unknown suite or type."""
     doc = _vectors.load(suite)
     types = sorted({g.get("type", "") for g in doc["testGroups"]})
-    randoms: List[str] = []
+    numbers: List[int] = []
     if n_random > 0 and suite in set(random_suites()):
-        randoms = _core.random_types(suite, seed, n_random)
-    if type_ is not None and type_ not in types and type_ not in randoms:
+        if type_ is None:
+            numbers = list(range(1, n_random + 1))
+        elif type_ in types or type_ in _core.random_types(suite, seed, min(n_random, 1000)):
+            # N cases of the type: the first N of it in conform --random's stream (at most max(10^4, 100 N) looked at)
+            numbers = _core.random_numbers(suite, seed, n_random, type_)
+    if type_ is not None and type_ not in types and not numbers:
         raise Error(f"engram.cases({suite!r}, type={type_!r}): the suite has no test of that type (its types: "
                     f"{', '.join(types)})")
     out: List[Any] = list(_vectors.cases(suite, type_))
-    out.extend(_RandomRef(suite, seed, i + 1) for i, t in enumerate(randoms) if type_ is None or t == type_)
+    out.extend(_RandomRef(suite, seed, k) for k in numbers)
     return out
 
 

@@ -21,7 +21,12 @@ from ._core import Error
 __all__ = ["directory", "kind", "suites", "load", "cases", "Case", "Verdict", "judge", "random_cases",
            "random_doc", "random_case", "Unsupported", "write_failures"]
 
-_PACKAGED = Path(os.path.abspath(__file__)).parent / "_vectors"
+_HERE = Path(os.path.abspath(__file__)).parent
+# The wheel ships the vectors in engram/_vectors; an editable install (pip install -e .) runs this file from the
+# source tree, python/engram/, whose vectors are the repository's vectors/ (the ones a wheel of it would ship).
+_PACKAGED = _HERE / "_vectors"
+if not (_PACKAGED / "MANIFEST.sha256").is_file() and (_HERE.parent.parent / "vectors" / "MANIFEST.sha256").is_file():
+    _PACKAGED = _HERE.parent.parent / "vectors"
 
 
 class Unsupported(Exception):
@@ -206,18 +211,34 @@ def cases(suite: str, type: Optional[str] = None) -> Iterator[Case]:  # noqa: A0
 def random_doc(suite: str, seed: int, n: int) -> str:
     """§CONF.7 Cases 1 ... n of ``suite`` under ``seed`` as a vector file: the bytes of
     ``engram vectors random --suite SUITE --count N --seed S``'s v1/SUITE.json (what ``conform --random`` asks)."""
-    return _core.random_doc(suite, int(seed), int(n))
+    return _core.random_doc(suite, seed, n)
 
 
 def random_cases(suite: str, seed: int, n: int, type: Optional[str] = None) -> List[Case]:  # noqa: A002
-    """§CONF.7 The n cases ``engram conform --random n --seed seed`` draws for ``suite`` (tcId = case number)."""
-    doc = json.loads(random_doc(suite, seed, n))
+    """§CONF.7 Random cases of ``suite`` under ``seed``, tcId = the case's number in the stream
+    ``engram conform --random N --seed seed`` draws from (ids ``random:hash_v41-tc3``).
+
+    Without ``type``: cases 1 ... n, exactly the n cases ``engram conform --random n`` asks. With ``type``: the
+    first n cases of that type in the same stream, drawn until n are found or 100 n cases (at least 10,000)
+    were looked at, so fewer than n come back only for a type the suite draws rarely; a type that no test of the
+    suite's vector file has is refused. ``engram conform --random K`` asks each case for any K at least its
+    tcId."""
+    if type is None:
+        doc = json.loads(random_doc(suite, seed, n))
+        numbers = None
+    else:
+        if isinstance(suite, str) and isinstance(type, str) and suite in suites():
+            known = sorted({g.get("type", "") for g in load(suite)["testGroups"]})
+            if type not in known:  # a misspelt type would cost 100 n fruitless draws
+                raise Error(f"type {type!r}: suite {suite} has no tests of this type (its types: {', '.join(known)})")
+        text, numbers = _core.random_typed(suite, seed, n, type)
+        doc = json.loads(text)
     notes = doc.get("notes", {})
     out = []
     for g in doc["testGroups"]:
-        if type is not None and g.get("type") != type:
-            continue
         for t in g["tests"]:
+            if numbers is not None:
+                t = dict(t, tcId=numbers[len(out)])
             out.append(Case(suite, g, t, notes, label=f"random:{suite}", doc=doc))
     return out
 
@@ -225,7 +246,7 @@ def random_cases(suite: str, seed: int, n: int, type: Optional[str] = None) -> L
 def random_case(suite: str, seed: int, index: int) -> Case:
     """§CONF.7 Case ``index`` (1-based, its tcId) alone: the case ``engram conform --random N --seed seed`` sends
     there for any N >= index, drawn when it is asked for."""
-    doc = json.loads(_core.random_case_doc(suite, int(seed), int(index)))
+    doc = json.loads(_core.random_case_doc(suite, seed, index))
     g = doc["testGroups"][0]
     return Case(suite, g, g["tests"][0], doc.get("notes", {}), label=f"random:{suite}", doc=doc)
 
