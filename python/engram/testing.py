@@ -14,6 +14,7 @@ A device this machine cannot use (no CUDA, torch not installed) gives skipped te
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Any, Iterable, List, Optional, Sequence
 
 from . import vectors as _vectors
@@ -60,7 +61,9 @@ def case_params(suite: str, type: Optional[str] = None, *, devices: Sequence[str
         for device in devices:
             problem = _device_problem(str(device))
             for dtype in dtypes:
-                marks = [getattr(pytest.mark, f) for f in case.flags]
+                with warnings.catch_warnings():  # the flags are the vectors' own marks, not the project's markers
+                    warnings.simplefilter("ignore", pytest.PytestUnknownMarkWarning)
+                    marks = [getattr(pytest.mark, f) for f in case.flags]
                 if problem:
                     marks.append(pytest.mark.skip(reason=problem))
                 out.append(pytest.param(case, str(device), dtype, id=f"{case.id}-{device}-{_name(dtype)}",
