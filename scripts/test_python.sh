@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The Python package (docs/python.md): `pip install .` into a fresh venv, then the plugin's own tests
-# (python/tests: the plugin, the API, in-process results equal to the CLI on every committed vector,
-# random_cases equal to `engram vectors random` for one seed per suite) and the examples (examples/python).
+# The Python package (docs/python.md): its wheel built once and installed into a venv, then the package's own
+# tests (python/tests: the plugin, the API and its argument checks, python -m engram, in-process results equal to
+# the CLI on every committed vector, random_cases equal to `engram vectors random`), the examples
+# (examples/python) and the held-out argument probes (scripts/python_probes.py). Where the system Python has
+# torch (Debian's python3-torch), the torch tests run with it as well; elsewhere they are skipped, saying so.
 #
 #   scripts/test_python.sh [ENGRAM_CLI]     (default build/release/conformance/engram)
 #
@@ -12,22 +14,45 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 cli="$(realpath "${1:-build/release/conformance/engram}")"
 start=$(date +%s)
+pip_q=(--quiet --disable-pip-version-check)
+# The venvs and their requirements are kept between runs (creating them took 35-60 s of pip); the package is
+# reinstalled from this tree's wheel every time. The build requirements live in the venv (--no-build-isolation),
+# so that nanobind's sources lie at the same path in every run.
 venv=build/python-venv
-rm -rf "$venv"
-python3 -m venv "$venv"
-# The build requirements go into the venv itself (--no-build-isolation), so that nanobind's sources lie at
-# the same path in every run and ccache serves their objects too (pip's isolated build environment is a new
-# temporary directory each time). The CMake tree is build/python-<wheel tag> (pyproject.toml build-dir).
-"$venv/bin/pip" install --quiet --disable-pip-version-check pytest numpy scikit-build-core nanobind
+if ! "$venv/bin/python" -c "import pytest, numpy, scikit_build_core, nanobind" 2>/dev/null; then
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install "${pip_q[@]}" pytest numpy scikit-build-core nanobind
+fi
 deps=$(date +%s)
 # The release build's C++ compiler, by the same name: ccache keys an object on the compiler's name too (c++ and
 # g++ are one program but two keys), so that the wheel is served the release build's objects of the libraries
 # (same flags: pyproject.toml) and compiles only its own (python/src, nanobind).
 cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:FILEPATH=//p' build/release/CMakeCache.txt 2>/dev/null || true)
-CXX="${CXX:-${cxx:-c++}}" "$venv/bin/pip" install --quiet --disable-pip-version-check --no-build-isolation .
+rm -rf build/python-dist
+CXX="${CXX:-${cxx:-c++}}" "$venv/bin/pip" wheel "${pip_q[@]}" --no-build-isolation --no-deps -w build/python-dist .
+wheel=$(ls build/python-dist/engram_conformance-*.whl)
+"$venv/bin/pip" install "${pip_q[@]}" --force-reinstall --no-deps "$wheel"
 built=$(date +%s)
-echo "python: fresh venv and its requirements $((deps - start)) s, wheel built and installed $((built - deps)) s"
+echo "python: venv $((deps - start)) s, wheel built and installed $((built - deps)) s ($(du -k "$wheel" | cut -f1) KiB)"
 # Run from outside the source tree, so that `import engram` is the installed package.
 (cd build && ENGRAM_CLI="$cli" "$root/$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests" \
   "$root/examples/python")
-echo "python: tests $(( $(date +%s) - built )) s; stage took $(( $(date +%s) - start )) s"
+"$venv/bin/python" scripts/python_probes.py > build/python-probes.txt || { cat build/python-probes.txt; exit 1; }
+tail -n 1 build/python-probes.txt
+tested=$(date +%s)
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  # The system's torch with the system's numpy (the venv's numpy 2 would not do for an older torch).
+  tvenv=build/python-venv-torch
+  if ! "$tvenv/bin/python" -c "import pytest, torch" 2>/dev/null; then
+    rm -rf "$tvenv"
+    /usr/bin/python3 -m venv --system-site-packages "$tvenv"
+    "$tvenv/bin/pip" install "${pip_q[@]}" pytest
+  fi
+  "$tvenv/bin/pip" install "${pip_q[@]}" --force-reinstall --no-deps "$wheel"
+  (cd build && "$root/$tvenv/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests/test_torch.py" \
+    "$root/examples/python/test_torch_port.py")
+else
+  echo "python: /usr/bin/python3 has no torch: the torch tests ran skipped"
+fi
+echo "python: tests $((tested - built)) s, torch $(( $(date +%s) - tested )) s; stage took $(( $(date +%s) - start )) s"

@@ -18,8 +18,9 @@ class Error(ValueError):
 
 class Layout:
     """§LAY The layout of a configuration (use engram.Layout)."""
-    def __init__(self, builtin: str, path: str, text: str, source: str, profile: str, compressed_vocab_size: int,
-                 compressed_pad: Optional[int]) -> None: ...
+    def __init__(self, config: Any, compressed_vocab_size: Optional[int] = None, compressed_pad: Optional[int] = None,
+                 profile: Optional[str] = None) -> None:
+        """config: a config.json path, a dict of its keys, or 'v4.1' / 'demo-v1'; integers by the CLI's rule."""
     @property
     def profile(self) -> str: ...
     @property
@@ -48,14 +49,14 @@ class Layout:
     @property
     def fingerprint(self) -> str: ...
 
-def hash(layout: Layout, ids: npt.NDArray[np.int64], out: Optional[npt.NDArray[np.int64]] = None) -> npt.NDArray[np.int64]:
-    """§HASH.4 rows[T, layers, columns]."""
-def trace_json(layout: Layout, ids: npt.NDArray[np.int64]) -> str: ...
+def hash(layout: Layout, ids: Any, out: Optional[npt.NDArray[np.int64]] = None) -> npt.NDArray[np.int64]:
+    """§HASH.4 rows[T, layers, columns]; ids: any integer array or sequence whose values are int64s."""
+def trace_json(layout: Layout, ids: Any, position: Optional[int] = None) -> str: ...
 
 class HashState:
     """§HASH.6 (use engram.HashState)."""
     def __init__(self, layout: Layout, rollback_capacity: int = 0) -> None: ...
-    def append(self, ids: npt.NDArray[np.int64], out: Optional[npt.NDArray[np.int64]] = None) -> npt.NDArray[np.int64]: ...
+    def append(self, ids: Any, out: Optional[npt.NDArray[np.int64]] = None) -> npt.NDArray[np.int64]: ...
     def rollback(self, k: int) -> None: ...
     def fork(self) -> "HashState": ...
     @property
@@ -66,12 +67,12 @@ class HashState:
     def export_json(self) -> str:
         """§HASH.7"""
     @staticmethod
-    def import_json(layout: Layout, history: str, rollback_capacity: int = 0) -> "HashState":
+    def import_json(layout: Layout, history: dict, rollback_capacity: int = 0) -> "HashState":
         """§HASH.7"""
 
-def build_token_map(text: str, source: str) -> Tuple[npt.NDArray[np.int64], int]:
-    """§TOK.1-§TOK.4"""
-def decode_rows(codes: npt.NDArray[np.uint8], scales: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint16]:
+def build_token_map(tokenizer_json: Any) -> Tuple[npt.NDArray[np.int64], int, str]:
+    """§TOK.1-§TOK.4 (map, compressed size, source) of a tokenizer.json path or its JSON text."""
+def decode_rows(codes: Any, scales: Any) -> npt.NDArray[np.uint16]:
     """§STO.3"""
 def decode_e4m3(code: int) -> float:
     """§STO.1"""
@@ -79,24 +80,24 @@ def decode_e8m0(scale: int) -> float:
     """§STO.2"""
 def decode_element(code: int, scale: int) -> int:
     """§STO.3"""
-def row_shard(rows: int, rank: int, world: int) -> Tuple[int, int]:
-    """§STO.7"""
-def head_shard(columns: int, rank: int, world: int) -> Tuple[int, int]:
+def row_shards(rows: int, world: int, rank: Optional[int] = None) -> Any:
+    """§STO.7 (begin, end) of rank, or a list over every rank when rank is None."""
+def head_shard(columns: int, world: int, rank: int) -> Tuple[int, int]:
     """§STO.8"""
 def owner_rank(rows: int, world: int, row: int) -> int:
     """§STO.7"""
-def gate_v41(dot: float, precision: str) -> dict:
+def gate_v41(dot: float, precision: str = "float64") -> dict:
     """§FUS.4"""
-def gate_demo(g: float, precision: str) -> dict:
+def gate_demo(g: float, precision: str = "float64") -> dict:
     """§FUS.6"""
-def fuse_v41_stream(h: npt.NDArray[np.uint16], key: npt.NDArray[np.uint16], value: npt.NDArray[np.uint16],
-                    q_weight: npt.NDArray[np.uint16], k_weight: npt.NDArray[np.uint16], eps: float, masked: bool,
-                    precision: str) -> dict:
-    """§FUS.3-§FUS.4"""
-def short_conv(value: npt.NDArray[np.float64], steps: int, params: dict, precision: str) -> dict:
+def fuse_v41_stream(h: Any, key: Any, value: Any, q_weight: Any, k_weight: Any, eps: float, masked: bool = False,
+                    precision: str = "float64") -> dict:
+    """§FUS.3-§FUS.4; bf16 inputs as bit patterns (uint16/int16, ints 0-65535)."""
+def demo_params(params: dict) -> dict:
+    """§FUS.5-§FUS.7 the checked parameters (sizes as ints, arrays as float64)."""
+def short_conv(value: Any, params: dict, precision: str = "float64") -> dict:
     """§FUS.7"""
-def demo_forward(e: npt.NDArray[np.float64], hidden: npt.NDArray[np.float64], steps: int, params: dict,
-                 precision: str) -> dict:
+def demo_forward(e: Any, hidden: Any, params: dict, precision: str = "float64") -> dict:
     """§FUS.5-§FUS.7"""
 def split(type: str, test: str) -> Tuple[str, str]:
     """§CONF.1 (inputs, expected) as JSON text."""
@@ -106,6 +107,8 @@ def random_suites() -> List[str]:
     """§CONF.7"""
 def random_doc(suite: str, seed: int, n: int) -> str:
     """§CONF.7"""
+def random_typed(suite: str, seed: int, n: int, type: str) -> Tuple[str, List[int]]:
+    """§CONF.7 the first n cases of type in the stream (the document, each case's number)."""
 def serialize(doc: str) -> str: ...
 def write_vectors_dir(out: str, docs: List[Tuple[str, str]], schema_dir: str) -> str:
     """§CONF.7, §VEC.9"""
@@ -126,5 +129,9 @@ def check_save_failures(dir: str) -> None:
 def random_case_doc(suite: str, seed: int, index: int) -> str:
     """§CONF.7 case `index` alone, as a vector document."""
 def random_types(suite: str, seed: int, n: int) -> List[str]: ...
+def random_numbers(suite: str, seed: int, n: int, type: str) -> List[int]:
+    """§CONF.7 the numbers of the first n cases of type in the stream (at most max(10^4, 100 n) looked at)."""
 def session_problems(outcomes: List[Tuple[str, str, str, bool, bool]], random: int) -> List[str]:
     """§CONF.4 the problems of a session, by engram conform's rule."""
+def cli_main(argv: List[str], self: List[str], schemas: str, vectors: str) -> int:
+    """The engram command line in this process (python -m engram); the exit status."""

@@ -1,11 +1,10 @@
-# The plugin's own tests run pytest inside pytest (pytester). ENGRAM_CLI names the `engram` CLI for the tests
-# that compare with it (scripts/test_python.sh sets it); without it they are skipped, saying so.
+# ENGRAM_CLI names the `engram` CLI for the tests that compare with it (scripts/test_python.sh sets it); without
+# it they are skipped, saying so. pytester (pytest inside pytest) is registered in pyproject.toml's
+# [tool.pytest.ini_options]: pytest refuses a pytest_plugins variable in a conftest.py below the root.
 import os
 import shutil
 
 import pytest
-
-pytest_plugins = ["pytester"]
 
 
 @pytest.fixture
