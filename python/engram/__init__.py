@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -37,6 +38,7 @@ RANDOM_VERSION: str = _core.RANDOM_VERSION
 __version__: str = _core.VERSION
 
 _Config = Union[str, "os.PathLike[str]", Mapping[str, Any]]
+_modules = sys.modules
 
 
 class Layout(_core.Layout):
@@ -74,8 +76,8 @@ def hash(layout: Layout, ids: Any, out: Any = None) -> Any:  # noqa: A001 - the 
     into (returned), as a serving engine reuses its buffer. A torch tensor in gives a torch tensor out, on its
     device (computed on the CPU).
     """
-    torch = _kind.torch_of(ids, out)
-    if torch is None:  # numpy or lists: straight to C++ (a decode step counts microseconds)
+    torch = _modules.get("torch")  # inline: a decode step (T = 1) counts the microseconds of this wrapper
+    if torch is None or not (isinstance(ids, torch.Tensor) or isinstance(out, torch.Tensor)):
         return _core.hash(layout, ids, out)
     return _append_torch(torch, lambda i, o: _core.hash(layout, i, o), ids, out)
 
@@ -99,8 +101,8 @@ class HashState:
 
     def append(self, ids: Any, out: Any = None) -> Any:
         """Rows ``[n, layers, columns]`` of the next n ids (into ``out`` when given); torch in, torch out."""
-        torch = _kind.torch_of(ids, out)
-        if torch is None:
+        torch = _modules.get("torch")
+        if torch is None or not (isinstance(ids, torch.Tensor) or isinstance(out, torch.Tensor)):
             return self._s.append(ids, out)
         return _append_torch(torch, self._s.append, ids, out)
 

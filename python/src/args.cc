@@ -608,22 +608,30 @@ Array<double> RealArray(nb::handle v, const char* name) {
 }
 
 OutInt64::OutInt64(nb::handle v, const char* name) {
-  const std::string expect = std::string(name) + ": must be a writable C-contiguous int64 numpy array (or torch tensor)";
-  if (!IsNdarray(v)) TypeError(expect + ", got " + Kind(v));
+  // The message is built only on a refusal: a decode step (T = 1) passes here once per token.
+  auto expect = [name] {
+    return std::string(name) + ": must be a writable C-contiguous int64 numpy array (or torch tensor)";
+  };
+  if (!IsNdarray(v)) TypeError(expect() + ", got " + Kind(v));
   if (PyObject_GetBuffer(v.ptr(), &view_, PyBUF_FORMAT | PyBUF_ND | PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) != 0) {
     PyErr_Clear();
-    TypeError(expect + "; this one is not C-contiguous or not writable");
+    TypeError(expect() + "; this one is not C-contiguous or not writable");
   }
   const char* f = view_.format == nullptr ? "B" : view_.format;
   if (*f == '<' || *f == '=' || *f == '@') ++f;
   if (view_.itemsize != 8 || (std::strcmp(f, "l") != 0 && std::strcmp(f, "q") != 0)) {
     const std::string dtype = DtypeName(v);
     PyBuffer_Release(&view_);
-    TypeError(expect + ", got dtype " + dtype);
+    TypeError(expect() + ", got dtype " + dtype);
   }
 }
 
 OutInt64::~OutInt64() { PyBuffer_Release(&view_); }
+
+bool OutInt64::Is(size_t a, size_t b, size_t c) const {
+  return view_.ndim == 3 && static_cast<size_t>(view_.shape[0]) == a && static_cast<size_t>(view_.shape[1]) == b &&
+         static_cast<size_t>(view_.shape[2]) == c;
+}
 
 std::vector<size_t> OutInt64::shape() const {
   std::vector<size_t> s;

@@ -85,6 +85,7 @@ class OutInt64 {
   OutInt64& operator=(const OutInt64&) = delete;
   int64_t* data() const { return static_cast<int64_t*>(view_.buf); }
   std::vector<size_t> shape() const;
+  bool Is(size_t a, size_t b, size_t c) const;  // of shape (a, b, c), without allocating
 
  private:
   Py_buffer view_{};

@@ -247,10 +247,9 @@ nb::object Append(engram::HashState& state, const engram::Layout& l, nb::handle 
     result = (*empty)(nb::make_tuple(n, layers, cols), *int64);
   }
   const engram::py::OutInt64 rows_buf(result, "out");
-  const std::vector<size_t> shape = rows_buf.shape();
-  if (shape.size() != 3 || shape[0] != n || shape[1] != layers || shape[2] != cols) {
-    throw engram::Error("out: shape " + engram::py::ShapeText(shape) + " but " + std::to_string(n) + " ids need " +
-                        engram::py::ShapeText({n, layers, cols}));
+  if (!rows_buf.Is(n, layers, cols)) {
+    throw engram::Error("out: shape " + engram::py::ShapeText(rows_buf.shape()) + " but " + std::to_string(n) +
+                        " ids need " + engram::py::ShapeText({n, layers, cols}));
   }
   std::span<int64_t> rows(rows_buf.data(), n * layers * cols);
   if (n >= 4096) {
