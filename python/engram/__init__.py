@@ -207,9 +207,10 @@ _DEMO_ARRAYS = ("key_w", "key_b", "norm1_w", "norm2_w", "value_w", "value_b", "c
 
 
 def DemoParams(**kw: Any) -> dict:
-    """§FUS.5-§FUS.7 demo-v1 parameters: sizes hc, hidden, in, kernel, dilation (integers 1 ... 2^20) and real
+    """§FUS.5-§FUS.7 demo-v1 parameters: sizes hc, hidden, in, kernel, dilation (integers >= 1) and real
     arrays key_w [hc, hidden, in], key_b, norm1_w, norm2_w [hc, hidden], value_w [hidden, in], value_b,
-    conv_norm_w [hc, hidden], conv_w [hc*hidden, kernel]. Checked now; the dict holds float64 numpy arrays."""
+    conv_norm_w [hc, hidden], conv_w [hc*hidden, kernel]. Keys, types and values are checked now, the arrays'
+    sizes against the sizes when the parameters are used (§ERR.3); the dict holds flat float64 numpy arrays."""
     return _core.demo_params({k: _kind.host(v, real=True) if k in _DEMO_ARRAYS else v for k, v in kw.items()})
 
 

@@ -77,7 +77,7 @@ const IntRule kCount{0, kInt64Max, "a number of ids"};
 const IntRule kSeed{0, kInt64Max, "a seed, as engram vectors random --seed"};
 const IntRule kCases{1, 1000000, "a number of cases, as engram vectors random --count"};
 const IntRule kByte{0, 255, "one byte, §STO.1-§STO.2"};
-const IntRule kDemoSize{1, 1 << 20, "a demo-v1 size, at most 2^20 so that the products of sizes stay exact"};
+const IntRule kDemoSize{1, kInt64Max, "a demo-v1 size"};
 
 // A rank below `world`.
 IntRule RankRule(int64_t world) { return {0, world - 1, "ranks are 0 ... world - 1"}; }
@@ -280,7 +280,9 @@ nb::handle Need(const nb::dict& d, const char* key) {
   if (!d.contains(key)) throw engram::Error(std::string("params: key '") + key + "' is missing");
   return d[key];
 }
-engram::DemoParams ParamsFrom(nb::handle mapping) {
+// `check`: also DemoParams::Check (every array of its sizes' product, the products in 64 bits, §ERR.3), which
+// engram.DemoParams leaves to the functions that use the parameters.
+engram::DemoParams ParamsFrom(nb::handle mapping, bool check = true) {
   if (!PyDict_Check(mapping.ptr())) {
     throw nb::type_error(("params: must be a dict (engram.DemoParams(...)), got a " +
                           std::string(Py_TYPE(mapping.ptr())->tp_name))
@@ -318,10 +320,11 @@ engram::DemoParams ParamsFrom(nb::handle mapping) {
   p.value_b = values("value_b");
   p.conv_norm_w = values("conv_norm_w");
   p.conv_w = values("conv_w");
-  p.Check();
+  if (check) p.Check();
   return p;
 }
 
+// The parameters as engram.DemoParams returns them: sizes as ints, arrays as flat float64 numpy arrays.
 nb::dict ParamsDict(const engram::DemoParams& p) {
   nb::dict d;
   d["hc"] = p.hc;
@@ -329,14 +332,10 @@ nb::dict ParamsDict(const engram::DemoParams& p) {
   d["in"] = p.in;
   d["kernel"] = p.kernel;
   d["dilation"] = p.dilation;
-  d["key_w"] = FromVector<double>(p.key_w, {p.hc, p.hidden, p.in});
-  d["key_b"] = FromVector<double>(p.key_b, {p.hc, p.hidden});
-  d["norm1_w"] = FromVector<double>(p.norm1_w, {p.hc, p.hidden});
-  d["norm2_w"] = FromVector<double>(p.norm2_w, {p.hc, p.hidden});
-  d["value_w"] = FromVector<double>(p.value_w, {p.hidden, p.in});
-  d["value_b"] = FromVector<double>(p.value_b, {p.hidden});
-  d["conv_norm_w"] = FromVector<double>(p.conv_norm_w, {p.hc, p.hidden});
-  d["conv_w"] = FromVector<double>(p.conv_w, {p.hc * p.hidden, p.kernel});
+  const std::pair<const char*, const std::vector<double>*> arrays[] = {
+      {"key_w", &p.key_w},     {"key_b", &p.key_b},     {"norm1_w", &p.norm1_w},         {"norm2_w", &p.norm2_w},
+      {"value_w", &p.value_w}, {"value_b", &p.value_b}, {"conv_norm_w", &p.conv_norm_w}, {"conv_w", &p.conv_w}};
+  for (const auto& [key, values] : arrays) d[key] = FromVector<double>(*values, {values->size()});
   return d;
 }
 
@@ -730,7 +729,7 @@ NB_MODULE(_core, m) {
         },
         "h"_a.none(), "key"_a.none(), "value"_a.none(), "q_weight"_a.none(), "k_weight"_a.none(), "eps"_a.none(),
         "masked"_a.none() = false, "precision"_a.none() = "float64");
-  m.def("demo_params", [](nb::handle params) { return ParamsDict(ParamsFrom(params)); }, "params"_a.none());
+  m.def("demo_params", [](nb::handle params) { return ParamsDict(ParamsFrom(params, false)); }, "params"_a.none());
   m.def("short_conv", [](nb::handle value_obj, nb::handle params, nb::handle p_obj) {
     const engram::DemoParams q = ParamsFrom(params);
     const auto value = engram::py::RealArray(value_obj, "value");
