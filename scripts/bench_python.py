@@ -20,8 +20,7 @@ import time
 
 import numpy as np
 
-import engram
-
+import engram_conformance as engram
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHUNK = 65536
 

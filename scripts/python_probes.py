@@ -12,8 +12,7 @@ import sys
 
 import numpy as np
 
-import engram
-
+import engram_conformance as engram
 LAY = engram.Layout("v4.1")
 U16 = np.zeros(8, dtype=np.uint16)
 PARAMS = dict(hc=1, hidden=2, **{"in": 2}, kernel=2, dilation=1, key_w=np.ones((1, 2, 2)), key_b=np.zeros((1, 2)),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Python package (docs/python.md): its wheel built once and installed into a venv, then the package's own
-# tests (python/tests: the plugin, the API and its argument checks, python -m engram, in-process results equal to
+# tests (python/tests: the plugin, the API and its argument checks, python -m engram_conformance, in-process results equal to
 # the CLI on every committed vector, random_cases equal to `engram vectors random`), the examples
 # (examples/python) and the held-out argument probes (scripts/python_probes.py). Where the system Python has
 # torch (Debian's python3-torch), the torch tests run with it as well; elsewhere they are skipped, saying so.
@@ -35,7 +35,7 @@ wheel=$(ls build/python-dist/engram_conformance-*.whl)
 "$venv/bin/pip" install "${pip_q[@]}" --force-reinstall --no-deps "$wheel"
 built=$(date +%s)
 echo "python: venv $((deps - start)) s, wheel built and installed $((built - deps)) s ($(du -k "$wheel" | cut -f1) KiB)"
-# Run from outside the source tree, so that `import engram` is the installed package.
+# Run from outside the source tree, so that `import engram_conformance` is the installed package.
 (cd build && ENGRAM_CLI="$cli" "$root/$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests" \
   "$root/examples/python")
 "$venv/bin/python" scripts/python_probes.py > build/python-probes.txt || { cat build/python-probes.txt; exit 1; }

@@ -1,5 +1,5 @@
 // The `engram` command line as one function, Main(): the executable's main()
-// (engram_main.cc) and the Python module's `python -m engram` (python/src/core.cc)
+// (engram_main.cc) and the Python module's `python -m engram_conformance` (python/src/core.cc)
 // both run it, so that a Python user runs the same commands without a C++ build.
 #include <iostream>
 #include <optional>

@@ -91,7 +91,7 @@ void AddConformCommand(CLI::App& app) {
   auto s = std::make_shared<State>();
   auto* cmd = app.add_subcommand("conform", "Run an implementation against the golden vectors (§CONF)");
   auto* vectors_opt = cmd->add_option("--vectors", s->vectors, "Vectors directory (holds MANIFEST.sha256 and v1/)");
-  // Embedded (python -m engram): the vectors the package ships, unless named.
+  // Embedded (python -m engram_conformance): the vectors the package ships, unless named.
   const Host* host = EmbeddingHost();
   if (host != nullptr && !host->vectors.empty()) {
     s->vectors = host->vectors;

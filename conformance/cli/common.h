@@ -91,7 +91,7 @@ ojson JsonNumber(double x);
 
 // The whole command line (argv[0] is the program's name): parses it, runs one
 // subcommand, and returns the exit status. app.cc; engram_main.cc's main() and
-// the Python module's `python -m engram` call it.
+// the Python module's `python -m engram_conformance` call it.
 int Main(int argc, const char* const* argv);
 
 // What a program that embeds the commands (the Python module) says about

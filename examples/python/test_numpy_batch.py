@@ -5,7 +5,7 @@ the cases it refuses are refused (an exception each).
 
     pytest examples/python/test_numpy_batch.py
 """
-import engram
+import engram_conformance as engram
 from numpy_port import numpy_hash_batch
 
 

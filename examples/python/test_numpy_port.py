@@ -3,7 +3,7 @@
     pip install .            # from the repository root
     pytest examples/python   # --engram-random 100 adds the random cases engram conform --random 100 asks
 """
-import engram
+import engram_conformance as engram
 from numpy_port import numpy_hash
 
 

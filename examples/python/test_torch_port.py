@@ -3,7 +3,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed: the torch variant of the numpy port is skipped "
                                             "(pip install torch to run it)")
-import engram  # noqa: E402
+import engram_conformance as engram  # noqa: E402
 
 
 def torch_hash(ids, profile, vocab, pad, layers):

@@ -1,4 +1,4 @@
-// engram._core's arguments (args.h): the CLI's rules for integers, applied to
+// engram_conformance._core's arguments (args.h): the CLI's rules for integers, applied to
 // Python values, and the element rules of array arguments.
 #include "python/src/args.h"
 

@@ -1,4 +1,4 @@
-// engram._core's arguments: what a Python value may be, checked as the CLI
+// engram_conformance._core's arguments: what a Python value may be, checked as the CLI
 // checks its options (conformance/cli/common.h ParseDecimal, IntIn), before
 // the reference sees it. A wrong Python type raises TypeError; a value the
 // rule refuses raises engram.Error (engram::Error) naming the argument, the

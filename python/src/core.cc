@@ -1,9 +1,9 @@
-// engram._core — the nanobind bindings behind the Python module `engram`
+// engram_conformance._core — the nanobind bindings behind the Python module `engram_conformance`
 // (docs/python.md). Every value computed here comes from the libraries the
 // CLI links: engram::reference (one file per spec section), engram::vectors
 // (the generators of §VEC and §CONF.7), the runner's judge
 // (conformance/runner/judge.cc, §CONF.4) and the CLI's commands themselves
-// (python -m engram). Nothing is re-implemented: a port tested in-process is
+// (python -m engram_conformance). Nothing is re-implemented: a port tested in-process is
 // judged by the same code as `engram conform`. Every argument is checked by
 // the rules of args.h (the CLI's) before the reference sees it.
 //
@@ -838,7 +838,7 @@ NB_MODULE(_core, m) {
   m.def("vectors_kind", [](const std::string& sha) { return engram::vectors::ClassifySet(sha).Describe(); },
         "manifest_sha256"_a);
 
-  // The `engram` command line in this process (python -m engram): `self` starts it again
+  // The `engram` command line in this process (python -m engram_conformance): `self` starts it again
   // (conform --lib's plug-in host), `schemas` and `vectors` are the package's.
   m.def("cli_main", [](const std::vector<std::string>& argv, const std::vector<std::string>& self,
                        const std::string& schemas, const std::string& vectors) {

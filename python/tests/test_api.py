@@ -8,9 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-import engram
-
-
+import engram_conformance as engram
 def v41_case(tc):
     return next(c for c in engram.vectors.cases("hash_v41", "HashTest") if c.tc_id == tc)
 
@@ -102,7 +100,7 @@ def test_a_size_product_that_wraps_is_refused_not_indexed():
     the expected size" and engram.demo_forward indexed them: the interpreter died (SIGSEGV). Run apart, so that a
     crash fails this test instead of the session."""
     code = """
-import numpy as np, engram
+import numpy as np, engram_conformance as engram
 p = engram.DemoParams(hc=1, hidden=4, **{"in": 2**62}, kernel=1, dilation=1, key_w=[], key_b=[0.0] * 4,
                       norm1_w=[1.0] * 4, norm2_w=[1.0] * 4, value_w=[], value_b=[0.0] * 4, conv_norm_w=[1.0] * 4,
                       conv_w=[0.0] * 4)

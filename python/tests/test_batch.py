@@ -6,14 +6,13 @@ import json
 import numpy as np
 import pytest
 
-import engram
-from engram.batch import Batch, batches_of, to_host
+import engram_conformance as engram
+from engram_conformance.batch import Batch, batches_of, to_host
 from engram_test_util import plugin_args
 
 # The port answers a whole batch: one list of per-case answers (a refusal is an exception instance).
 LIST_PORT = '''
-import engram
-
+import engram_conformance as engram
 def port(batch):
     out = []
     for c in batch.cases:
@@ -77,8 +76,7 @@ def test_planted_bug_names_each_failing_case(pytester):
 
 def test_invalid_cases_must_be_refused(pytester):
     pytester.makepyfile(test_port='''
-import engram
-
+import engram_conformance as engram
 @engram.batches("hash_v41", type="HashTest", size=None)
 def test_hash(engram_batch):
     engram_batch.check(lambda b: [{"rows": engram.hash(c.layout, c.inputs["ids"]) if c.valid else []}
@@ -90,8 +88,7 @@ def test_hash(engram_batch):
 
 def test_unsupported_skips_the_batch(pytester):
     pytester.makepyfile(test_port='''
-import engram
-
+import engram_conformance as engram
 @engram.batches("hash_v41", type="HashTest", size=None)
 def test_hash(engram_batch):
     def port(b):
@@ -129,8 +126,7 @@ def test_random_cases_are_batched_and_drawn_when_run(pytester):
 
 def test_a_batch_never_judged_fails(pytester):
     pytester.makepyfile(test_port='''
-import engram
-
+import engram_conformance as engram
 @engram.batches("hash_v41", type="HashTest", size=None)
 def test_hash(engram_batch):
     pass

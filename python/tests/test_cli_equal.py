@@ -5,14 +5,14 @@ import sys
 
 import pytest
 
-import engram
-from engram import adapter
+import engram_conformance as engram
+from engram_conformance import adapter
 
 
 def test_in_process_equals_cli_on_every_committed_vector(engram_cli, tmp_path):
     report = tmp_path / "report.json"
     r = subprocess.run([engram_cli, "conform", "--vectors", str(engram.vectors.directory()), "--exec",
-                        f"{sys.executable} -m engram.adapter", "--report-json", str(report)],
+                        f"{sys.executable} -m engram_conformance.adapter", "--report-json", str(report)],
                        capture_output=True, text=True)
     # Exit 1 is allowed: suites whose types the adapter does not answer have no passing test (§CONF.4).
     assert r.returncode in (0, 1), r.stdout[-3000:] + r.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""python -m engram: the CLI's commands from the package, byte for byte what the executable prints."""
+"""python -m engram_conformance: the CLI's commands from the package, byte for byte what the executable prints."""
 import os
 import subprocess
 import sys
@@ -6,13 +6,12 @@ from pathlib import Path
 
 import pytest
 
-import engram
-
+import engram_conformance as engram
 CONFIG = Path(__file__).resolve().parents[2] / "conformance" / "configs" / "v41-flash.json"
 
 
 def run(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "engram", *args], capture_output=True, text=True, **kw)
+    return subprocess.run([sys.executable, "-m", "engram_conformance", *args], capture_output=True, text=True, **kw)
 
 
 def test_version_is_the_packages():
@@ -29,11 +28,11 @@ def test_version_is_the_packages():
 def test_commands_print_what_the_executable_prints(engram_cli, args):
     ours, cli = run(*args), subprocess.run([engram_cli, *args], capture_output=True, text=True)
     assert (ours.returncode, ours.stdout) == (cli.returncode, cli.stdout)
-    assert ours.stderr.replace(sys.executable + " -m engram", "engram") == cli.stderr.replace(engram_cli, "engram")
+    assert ours.stderr.replace(sys.executable + " -m engram_conformance", "engram") == cli.stderr.replace(engram_cli, "engram")
 
 
 def test_conform_uses_the_packaged_vectors_and_runs_an_adapter():
-    r = run("conform", "--suite", "layout", "--exec", f"{sys.executable} -m engram.adapter")
+    r = run("conform", "--suite", "layout", "--exec", f"{sys.executable} -m engram_conformance.adapter")
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert "conformance: OK" in r.stdout and engram.vectors.kind() in r.stdout
 
@@ -59,5 +58,5 @@ def test_tampered_vectors_fail_as_with_the_executable(tmp_path):
     r = run("vectors", "verify", str(tmp_path / "v"), "--suite", "tp_shard")  # the manifest is checked whole
     assert r.returncode != 0 and "layout.json" in r.stderr, r.stdout + r.stderr
     env = dict(os.environ, ENGRAM_VECTORS=str(tmp_path / "v"))
-    r = run("conform", "--suite", "layout", "--exec", f"{sys.executable} -m engram.adapter", env=env)
+    r = run("conform", "--suite", "layout", "--exec", f"{sys.executable} -m engram_conformance.adapter", env=env)
     assert r.returncode != 0 and "does not match MANIFEST.sha256" in r.stderr, r.stdout + r.stderr

@@ -8,12 +8,11 @@ import sys
 
 import pytest
 
-import engram
+import engram_conformance as engram
 from engram_test_util import plugin_args
 
 REFERENCE_PORT = '''
-import engram
-
+import engram_conformance as engram
 def port(case):
     rows = engram.hash(case.layout, case.inputs["ids"])
     {bug}
@@ -62,8 +61,7 @@ def test_flags_are_marks(pytester):
 
 def test_invalid_cases_must_raise(pytester):
     pytester.makepyfile(test_port='''
-import engram
-
+import engram_conformance as engram
 @engram.cases("hash_v41", type="HashTest")
 def test_hash(engram_case):
     engram_case.check(lambda c: {"rows": []})  # never refuses
@@ -92,12 +90,12 @@ def test_saved_failures_replay(pytester, engram_cli):
     v = subprocess.run([engram_cli, "vectors", "verify", str(out)], capture_output=True, text=True)
     assert v.returncode == 0, v.stdout + v.stderr
     c = subprocess.run([engram_cli, "conform", "--vectors", str(out), "--exec",
-                        f"{sys.executable} -m engram.adapter"], capture_output=True, text=True)
+                        f"{sys.executable} -m engram_conformance.adapter"], capture_output=True, text=True)
     assert c.returncode == 0, c.stdout + c.stderr
     assert "modified, not a released set" in c.stdout
     # ... and so does the plugin, naming it as the CLI does.
     env = dict(os.environ, ENGRAM_VECTORS=str(out))
-    k = subprocess.run([sys.executable, "-c", "import engram; print(engram.vectors.kind())"], env=env,
+    k = subprocess.run([sys.executable, "-c", "import engram_conformance as engram; print(engram.vectors.kind())"], env=env,
                        capture_output=True, text=True)
     assert k.stdout.strip() == "modified, not a released set", k.stderr
 
@@ -165,7 +163,7 @@ SHARD_ENVS = [
 
 
 def test_the_plugin_and_the_cli_resolve_the_same_shard(engram_cli, tmp_path):
-    from engram.pytest_plugin import resolve_shard
+    from engram_conformance.pytest_plugin import resolve_shard
     for env in SHARD_ENVS:
         base = {k: v for k, v in os.environ.items() if not k.startswith(("GTEST_", "TEST_", "SLURM_", "JOB_", "CIRCLE_"))}
         r = subprocess.run([engram_cli, "conform", "--vectors", str(tmp_path / "none"), "--exec", "true"],
@@ -187,8 +185,8 @@ def test_the_plugin_and_the_cli_resolve_the_same_shard(engram_cli, tmp_path):
 
 def test_a_session_that_tests_nothing_fails_and_an_unjudged_case_fails(pytester):
     pytester.makepyfile(test_port="""
-import engram
-from engram.vectors import Unsupported
+import engram_conformance as engram
+from engram_conformance.vectors import Unsupported
 
 def refuse_to_compute(case):
     raise Unsupported("no")
@@ -210,7 +208,7 @@ def test_unjudged(engram_case):
 
 def test_a_suite_answered_only_unsupported_fails_though_another_is_tested(pytester):
     pytester.makepyfile(test_port=REFERENCE_PORT.format(bug="") + """
-from engram.vectors import Unsupported
+from engram_conformance.vectors import Unsupported
 
 def refuse_to_compute(case):
     raise Unsupported("no")
@@ -239,8 +237,7 @@ def test_options_are_checked_before_the_run(pytester, args, why):
 
 def test_an_unknown_type_is_an_error(pytester):
     pytester.makepyfile(test_port="""
-import engram
-
+import engram_conformance as engram
 @engram.cases("hash_v41", type="HashTst")
 def test_hash(engram_case):
     engram_case.check(lambda c: {"rows": []})
@@ -251,7 +248,7 @@ def test_hash(engram_case):
 
 
 def test_random_cases_are_drawn_a_test_at_a_time():
-    from engram.pytest_plugin import _RandomRef, case_params
+    from engram_conformance.pytest_plugin import _RandomRef, case_params
     params = case_params("hash_v41", "HashTest", 40, 3)
     randoms = [p for p in params if not isinstance(p, engram.vectors.Case)]
     assert randoms and all(isinstance(p, _RandomRef) for p in randoms)  # collected as (suite, seed, index) only
@@ -277,7 +274,7 @@ def _vectors_copy(tmp_path, edit):
 
 
 def test_the_vectors_are_checked_as_conform_checks_them(tmp_path):
-    from engram.vectors import _manifest  # the directory: digests, files, parse
+    from engram_conformance.vectors import _manifest  # the directory: digests, files, parse
     # A repeated "rows" key (Python's json keeps the last) and a set re-signed without its expected rows.
     dup = _vectors_copy(tmp_path / "dup", lambda t: t.replace('"rows": [', '"rows": [], "rows": [', 1))
     with pytest.raises(engram.Error, match="duplicate key 'rows'"):

@@ -1,7 +1,7 @@
 """--engram-random N / random_cases(..., type=T): N cases of type T, each the case conform --random draws there."""
 import pytest
 
-import engram
+import engram_conformance as engram
 from engram_test_util import plugin_args
 
 
@@ -25,8 +25,7 @@ def test_a_type_the_suite_has_not_is_refused():
 
 def test_the_plugin_adds_n_cases_of_the_tests_type(pytester):
     pytester.makepyfile(test_port='''
-import engram
-
+import engram_conformance as engram
 @engram.cases("hash_v41", type="HashTest")
 def test_hash(engram_case):
     engram_case.check(lambda c: {"rows": engram.hash(c.layout, c.inputs["ids"])})

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed: the torch interface is not tested")
-import engram  # noqa: E402
+import engram_conformance as engram  # noqa: E402
 
 LAY = engram.Layout("v4.1")
 IDS = [5, 0, 98000, -1, 17]
@@ -93,7 +93,7 @@ def test_fusion_values_take_any_real_tensor():
 
 
 def test_results_go_back_to_the_callers_device():
-    from engram import _kind
+    from engram_conformance import _kind
     a = _kind.back(np.arange(3), torch, torch.device("meta"))
     assert a.device.type == "meta" and a.shape == (3,)
     b = _kind.back(np.array([0x3F80], dtype=np.uint16), torch, torch.device("meta"), bf16=True)

@@ -153,10 +153,9 @@ host() { "$cli" plugin-host --lib "$plugin" <gate.jsonl; }
 check "reference: a DemoGateTest whose hidden·in wraps is refused by the plug-in host" expect_exit 0 "does not fit in 64 bits" host
 
 # ---------------------------------------------------------------- pytest (§CONF.4 as conform applies it)
-if [[ -x "$py" ]] && "$py" -c "import engram, pytest" 2>/dev/null; then
+if [[ -x "$py" ]] && "$py" -c "import engram_conformance, pytest" 2>/dev/null; then
   mkdir -p pt && cat >pt/test_port.py <<'EOF'
-import engram
-
+import engram_conformance as engram
 @engram.cases("hash_v41", type="HashTest")
 def test_only_empty(engram_case):
     engram_case.check(lambda c: {"rows": []})

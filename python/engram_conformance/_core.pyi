@@ -1,6 +1,6 @@
-"""Type stubs of engram._core, the nanobind bindings of the C++ reference (python/src/core.cc).
+"""Type stubs of engram_conformance._core, the nanobind bindings of the C++ reference (python/src/core.cc).
 
-The public API is engram (engram/__init__.py), engram.vectors and engram.pytest_plugin; each function there
+The public API is engram (engram/__init__.py), engram.vectors and engram_conformance.pytest_plugin; each function there
 cites its spec § id.
 """
 from typing import Any, Dict, List, Optional, Tuple
@@ -134,4 +134,4 @@ def random_numbers(suite: str, seed: int, n: int, type: str) -> List[int]:
 def session_problems(outcomes: List[Tuple[str, str, str, bool, bool]], random: int) -> List[str]:
     """§CONF.4 the problems of a session, by engram conform's rule."""
 def cli_main(argv: List[str], self: List[str], schemas: str, vectors: str) -> int:
-    """The engram command line in this process (python -m engram); the exit status."""
+    """The engram command line in this process (python -m engram_conformance); the exit status."""

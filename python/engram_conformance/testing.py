@@ -1,7 +1,7 @@
 """Helpers for a port's own pytest tests, in the shape vLLM's and sglang's kernel tests have: parametrize over
 (case, device, dtype), then assert with the runner's diagnosis instead of torch.testing's "Mismatched elements".
 
-    import engram, pytest, torch
+    import engram_conformance as engram, pytest, torch
 
     @engram.parametrize("hash_v41", type="HashTest", devices=["cpu", "cuda"], dtypes=[torch.int64, torch.int32])
     def test_my_kernel(case, device, dtype):

@@ -1,7 +1,7 @@
 """The Engram reference in-process (docs/python.md).
 
 Every function here calls the C++ reference that the ``engram`` CLI links
-(``engram._core``, nanobind): there is no second implementation. Names follow
+(``engram_conformance._core``, nanobind): there is no second implementation. Names follow
 spec/: ``Layout`` (§LAY), ``hash`` (§HASH.4), ``HashState`` (§HASH.6),
 ``token_map`` (§TOK), ``decode_rows`` (§STO.3), ``tp_shard`` (§STO.7),
 the gates, ShortConv and forward (§FUS) in the float64 reference and its
@@ -12,7 +12,7 @@ after ``engram: error:``.
 
 The vectors are :mod:`engram.vectors`; :func:`random_cases` draws the cases
 ``engram conform --random`` asks (§CONF.7); :func:`judge` is the runner's
-verdict (§CONF.4); the pytest plugin is :mod:`engram.pytest_plugin`.
+verdict (§CONF.4); the pytest plugin is :mod:`engram_conformance.pytest_plugin`.
 """
 from __future__ import annotations
 
@@ -258,7 +258,7 @@ from .testing import assert_conforms, case_params, parametrize  # noqa: E402
 
 def cases(suite: str, type: Optional[str] = None, **kw: Any):  # noqa: A002
     """Decorator: one pytest test per tcId of ``suite`` (only groups of ``type`` when given), handed to the test
-    as the ``engram_case`` fixture. See engram.pytest_plugin."""
+    as the ``engram_case`` fixture. See engram_conformance.pytest_plugin."""
     import pytest
     return pytest.mark.engram_cases(suite, type=type, **kw)
 

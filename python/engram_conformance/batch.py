@@ -228,7 +228,7 @@ def batches_of(cases: Sequence[_vectors.Case], size: Optional[int] = None) -> Li
 
 class BatchParam:
     """One batch as collected: fixed vectors' cases, or random cases not drawn yet (objects with ``id`` and
-    ``draw()``: engram.pytest_plugin's), drawn when the test runs (:meth:`draw`)."""
+    ``draw()``: engram_conformance.pytest_plugin's), drawn when the test runs (:meth:`draw`)."""
 
     def __init__(self, items: Sequence[Any]) -> None:
         self.items = list(items)

@@ -23,7 +23,7 @@ __all__ = ["directory", "kind", "suites", "load", "cases", "Case", "Verdict", "j
 
 _HERE = Path(os.path.abspath(__file__)).parent
 # The wheel ships the vectors in engram/_vectors; an editable install (pip install -e .) runs this file from the
-# source tree, python/engram/, whose vectors are the repository's vectors/ (the ones a wheel of it would ship).
+# source tree, python/engram_conformance/, whose vectors are the repository's vectors/ (the ones a wheel of it would ship).
 _PACKAGED = _HERE / "_vectors"
 if not (_PACKAGED / "MANIFEST.sha256").is_file() and (_HERE.parent.parent / "vectors" / "MANIFEST.sha256").is_file():
     _PACKAGED = _HERE.parent.parent / "vectors"

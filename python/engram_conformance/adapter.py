@@ -1,4 +1,4 @@
-"""A JSON-lines adapter (§CONF.2) that answers from this module: ``engram conform --exec 'python -m engram.adapter'``.
+"""A JSON-lines adapter (§CONF.2) that answers from this module: ``engram conform --exec 'python -m engram_conformance.adapter'``.
 
 It answers the test types the in-process API covers (HashTest, HashStateTest, LayoutTest, the fp8 decode tests,
 GateFunctionTest) with ``engram``'s functions, and ``unsupported`` for the others. python/tests/test_cli_equal.py
@@ -14,8 +14,8 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-import engram
-from engram import _core
+import engram_conformance as engram
+from engram_conformance import _core
 
 TYPES = ("HashTest", "HashStateTest", "LayoutTest", "E4M3DecodeTest", "E8M0DecodeTest", "ElementDecodeTest",
          "GateFunctionTest")

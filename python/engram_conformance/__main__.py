@@ -1,8 +1,8 @@
-"""``python -m engram``: the ``engram`` command line (conform, hash, vectors verify, ...) from the package.
+"""``python -m engram_conformance``: the ``engram`` command line (conform, hash, vectors verify, ...) from the package.
 
-The commands are the CLI's own (conformance/cli, linked into engram._core and run in this process): a Python user
+The commands are the CLI's own (conformance/cli, linked into engram_conformance._core and run in this process): a Python user
 runs them without a C++ build. ``conform`` uses the vectors the package ships unless ``--vectors`` names others
-(or ``ENGRAM_VECTORS`` is set); ``conform --lib`` starts its plug-in host as ``python -m engram plugin-host``.
+(or ``ENGRAM_VECTORS`` is set); ``conform --lib`` starts its plug-in host as ``python -m engram_conformance plugin-host``.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     vectors = directory()
-    return _core.cli_main(["engram", *words], [sys.executable, "-m", "engram"], str(vectors / "schema"), str(vectors))
+    return _core.cli_main(["engram", *words], [sys.executable, "-m", "engram_conformance"], str(vectors / "schema"), str(vectors))
 
 
 if __name__ == "__main__":
