@@ -64,6 +64,61 @@ void StopOnSignals() {
   }).detach();
 }
 
+struct ConformState {
+  std::string vectors, lib, exec, expect_fail, report_json, junit, profile, verdict_json;
+  std::vector<std::string> suites, features, require_levels;
+  double timeout = 10, accumulate_timeout = 600;
+  int64_t accumulate_max = 10000000;
+  bool strict_stale = false;
+  int max_timeouts = 3;
+  double random_seconds = 0;
+  int64_t random = 0, max_random_failures = 1, shrink_calls = 2000, random_threads = vectors::DefaultCaseThreads();
+  int64_t max_shrunk = -1;
+  uint64_t seed = 0;
+  bool random_only = false;
+  std::string save_failures;
+  int64_t shard_index = 0, shard_count = 1;
+};
+
+// The random cases' options (§CONF.7): each but --random needs --random.
+// Returns --seed, whose count tells a chosen seed from a drawn one.
+CLI::Option* AddRandomOptions(CLI::App* cmd, ConformState& s) {
+  auto* random = cmd->add_option("--random", s.random,
+                                 "After the vectors, this many random cases per suite with a generator (§CONF.7)")
+                     ->check(IntIn(1, 100000000, "a number of cases"));
+  auto* seed = cmd->add_option("--seed", s.seed, "The random cases' seed (default: a fresh one, printed)")
+                   ->check(IntIn(0, INT64_MAX, "a seed"));
+  seed->needs(random);
+  cmd->add_flag("--random-only", s.random_only, "Run only the random cases, not the vectors")->needs(random);
+  cmd->add_option("--save-failures", s.save_failures,
+                  "Write the shrunk failing random cases here, as a vectors directory (must be new or empty)")
+      ->needs(random);
+  cmd->add_option("--max-random-failures", s.max_random_failures,
+                  "Per suite, stop drawing after this many failing cases (default 1; 0: never stop)")
+      ->check(IntIn(0, 1000000, "a number of cases"))
+      ->needs(random);
+  cmd->add_option("--max-shrunk", s.max_shrunk,
+                  "Per suite, shrink at most this many failing cases; later ones are reported as they failed, "
+                  "not shrunk (default: every one, up to --max-random-failures)")
+      ->check(IntIn(0, 1000000, "a number of cases"))
+      ->needs(random);
+  cmd->add_option("--random-seconds", s.random_seconds,
+                  "Per suite, stop drawing after this many seconds (a nightly's budget: --random N or S seconds, "
+                  "whichever comes first; the count run then depends on the machine)")
+      ->check(SecondsIn(0.001, 604800))
+      ->needs(random);
+  cmd->add_option("--shrink-calls", s.shrink_calls,
+                  "The most implementation calls spent shrinking one failing case (default 2000; 0: no shrinking)")
+      ->check(IntIn(0, 100000000, "a number of calls"))
+      ->needs(random);
+  cmd->add_option("--random-threads", s.random_threads,
+                  "Threads that draw the random cases ahead of the implementation (default: the cores, at most 8; "
+                  "1: each when it is needed). The cases are the same for any number")
+      ->check(IntIn(1, 64, "a number of threads"))
+      ->needs(random);
+  return seed;
+}
+
 }  // namespace
 
 std::vector<std::string> LevelNames() {
@@ -73,22 +128,7 @@ std::vector<std::string> LevelNames() {
 }
 
 void AddConformCommand(CLI::App& app) {
-  struct State {
-    std::string vectors, lib, exec, expect_fail, report_json, junit, profile, verdict_json;
-    std::vector<std::string> suites, features, require_levels;
-    double timeout = 10, accumulate_timeout = 600;
-    int64_t accumulate_max = 10000000;
-    bool strict_stale = false;
-    int max_timeouts = 3;
-    double random_seconds = 0;
-    int64_t random = 0, max_random_failures = 1, shrink_calls = 2000, random_threads = vectors::DefaultCaseThreads();
-    int64_t max_shrunk = -1;
-    uint64_t seed = 0;
-    bool random_only = false;
-    std::string save_failures;
-    int64_t shard_index = 0, shard_count = 1;
-  };
-  auto s = std::make_shared<State>();
+  auto s = std::make_shared<ConformState>();
   auto* cmd = app.add_subcommand("conform", "Run an implementation against the golden vectors (§CONF)");
   auto* vectors_opt = cmd->add_option("--vectors", s->vectors, "Vectors directory (holds MANIFEST.sha256 and v1/)");
   // Embedded (python -m engram_conformance): the vectors the package ships, unless named.
@@ -127,39 +167,7 @@ void AddConformCommand(CLI::App& app) {
                   "Stop a suite after this many unanswered tests in a row; it fails (default 3; 0: never stop)")
       ->check(IntIn(0, 1000000, "a number of tests"));
   cmd->add_flag("--strict-stale", s->strict_stale, "Fail the run when an expected failure now passes");
-  auto* random = cmd->add_option("--random", s->random,
-                                 "After the vectors, this many random cases per suite with a generator (§CONF.7)")
-                     ->check(IntIn(1, 100000000, "a number of cases"));
-  auto* seed = cmd->add_option("--seed", s->seed, "The random cases' seed (default: a fresh one, printed)")
-                   ->check(IntIn(0, INT64_MAX, "a seed"));
-  seed->needs(random);
-  cmd->add_flag("--random-only", s->random_only, "Run only the random cases, not the vectors")->needs(random);
-  cmd->add_option("--save-failures", s->save_failures,
-                  "Write the shrunk failing random cases here, as a vectors directory (must be new or empty)")
-      ->needs(random);
-  cmd->add_option("--max-random-failures", s->max_random_failures,
-                  "Per suite, stop drawing after this many failing cases (default 1; 0: never stop)")
-      ->check(IntIn(0, 1000000, "a number of cases"))
-      ->needs(random);
-  cmd->add_option("--max-shrunk", s->max_shrunk,
-                  "Per suite, shrink at most this many failing cases; later ones are reported as they failed, "
-                  "not shrunk (default: every one, up to --max-random-failures)")
-      ->check(IntIn(0, 1000000, "a number of cases"))
-      ->needs(random);
-  cmd->add_option("--random-seconds", s->random_seconds,
-                  "Per suite, stop drawing after this many seconds (a nightly's budget: --random N or S seconds, "
-                  "whichever comes first; the count run then depends on the machine)")
-      ->check(SecondsIn(0.001, 604800))
-      ->needs(random);
-  cmd->add_option("--shrink-calls", s->shrink_calls,
-                  "The most implementation calls spent shrinking one failing case (default 2000; 0: no shrinking)")
-      ->check(IntIn(0, 100000000, "a number of calls"))
-      ->needs(random);
-  cmd->add_option("--random-threads", s->random_threads,
-                  "Threads that draw the random cases ahead of the implementation (default: the cores, at most 8; "
-                  "1: each when it is needed). The cases are the same for any number")
-      ->check(IntIn(1, 64, "a number of threads"))
-      ->needs(random);
+  auto* seed = AddRandomOptions(cmd, *s);
   // §CONF.9 shards: the flags, else the environment of the scheduler.
   auto* shard_index = cmd->add_option("--shard-index", s->shard_index,
                                       "Run shard I (0-based) of --shard-count: its share of every suite's tests and "
