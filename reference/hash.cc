@@ -264,10 +264,19 @@ HashHistory HashState::Export() const {
 }
 
 HashState HashState::Import(const Layout& layout, const HashHistory& history, size_t rollback_capacity) {
+  HashState state(layout, rollback_capacity);
+  state.Restore(history);
+  return state;
+}
+
+void HashState::Restore(const HashHistory& history) {
+  const Layout& layout = *layout_;
   // §HASH.9 A history from another layout would silently hash differently.
-  const std::string expected = LayoutFingerprint(layout);
-  if (!history.layout_fingerprint.empty() && history.layout_fingerprint != expected) {
-    throw Error("history: layoutFingerprint " + history.layout_fingerprint + " is not this layout's " + expected);
+  if (!history.layout_fingerprint.empty()) {
+    const std::string expected = LayoutFingerprint(layout);
+    if (history.layout_fingerprint != expected) {
+      throw Error("history: layoutFingerprint " + history.layout_fingerprint + " is not this layout's " + expected);
+    }
   }
   if (history.position < 0) throw Error("history: position must be >= 0, got " + std::to_string(history.position));
   const size_t want = static_cast<size_t>(std::min<int64_t>(history.position, layout.max_ngram - 1));
@@ -280,10 +289,8 @@ HashState HashState::Import(const Layout& layout, const HashHistory& history, si
   } catch (const Error& e) {
     throw Error(std::string("history: the kept ids: ") + e.what());
   }
-  HashState state(layout, rollback_capacity);
-  state.position_ = history.position;
-  state.recent_ = history.ids;
-  return state;
+  position_ = history.position;
+  recent_ = history.ids;
 }
 
 namespace {
@@ -408,6 +415,155 @@ std::vector<PositionTrace> TraceSequence(const Layout& layout, std::span<const i
   std::vector<PositionTrace> traces;
   state.AppendTraced(ids, rows, traces);
   return traces;
+}
+
+namespace {
+
+// §HASH.10 "request r (slots a ... b - 1)", the place a packed call's refusal names.
+std::string RequestName(const PackedCall& call, size_t r) {
+  return "request " + std::to_string(r) + " (slots " + std::to_string(call.cu_seqlens[r]) + " ... " +
+         std::to_string(call.cu_seqlens[r + 1] - 1) + ")";
+}
+
+// §HASH.10 item 1 The boundaries, and the per-slot and per-request lists, checked before anything is read
+// through them.
+void CheckPackedShape(const PackedCall& call) {
+  const std::vector<int64_t>& cu = call.cu_seqlens;
+  const size_t slots = call.ids.size();
+  if (cu.empty()) throw Error("cuSeqlens: empty; a call has B + 1 >= 1 boundaries");
+  if (cu[0] != 0) throw Error("cuSeqlens[0] = " + std::to_string(cu[0]) + ": the first boundary must be 0");
+  for (size_t r = 1; r < cu.size(); ++r) {
+    if (cu[r] < cu[r - 1]) {
+      throw Error("cuSeqlens[" + std::to_string(r) + "] = " + std::to_string(cu[r]) + " is below cuSeqlens[" +
+                  std::to_string(r - 1) + "] = " + std::to_string(cu[r - 1]) + ": boundaries never decrease");
+    }
+  }
+  if (static_cast<uint64_t>(cu.back()) > slots) {
+    throw Error("cuSeqlens[" + std::to_string(cu.size() - 1) + "] = " + std::to_string(cu.back()) +
+                " is beyond the buffer's " + std::to_string(slots) + " slots");
+  }
+  if (call.positions.size() != slots) {
+    throw Error("positions: " + std::to_string(call.positions.size()) + " entries for " + std::to_string(slots) +
+                " slots");
+  }
+  const size_t requests = cu.size() - 1;
+  if (call.histories.size() != requests) {
+    throw Error("histories: " + std::to_string(call.histories.size()) + " for " + std::to_string(requests) +
+                " requests");
+  }
+  if (!call.parents.empty() && call.parents.size() != slots) {
+    throw Error("parents: " + std::to_string(call.parents.size()) + " entries for " + std::to_string(slots) +
+                " slots");
+  }
+  if (!call.parents.empty() && call.accepted.size() != requests) {
+    throw Error("accepted: " + std::to_string(call.accepted.size()) + " paths for " + std::to_string(requests) +
+                " requests");
+  }
+}
+
+// §HASH.10 item 3 (or, with the policy, §HASH.12): slot t must have the position `at` + `plus`. Added
+// unsigned, so that a sum beyond 2^63 - 1 (which the append then refuses, §HASH.5) is no overflow here.
+void CheckPosition(const PackedCall& call, size_t r, size_t t, int64_t at, uint64_t plus) {
+  const int64_t expected = static_cast<int64_t>(static_cast<uint64_t>(at) + plus);
+  if (call.positions[t] != expected) {
+    throw Error(RequestName(call, r) + ": slot " + std::to_string(t) + " has position " +
+                std::to_string(call.positions[t]) + ", but it continues the request at " + std::to_string(expected) +
+                " (§HASH.10 item 3)");
+  }
+}
+
+// §HASH.11 A request's drafts: each one's state is its parent's after consuming it, so its window follows its
+// path. Returns the state after the accepted path.
+HashState HashDrafts(const Layout& layout, const PackedCall& call, size_t r, const HashState& committed,
+                     int64_t* rows) {
+  const size_t begin = static_cast<size_t>(call.cu_seqlens[r]);
+  const size_t k = static_cast<size_t>(call.cu_seqlens[r + 1]) - begin;
+  const size_t per_slot = layout.layers.size() * static_cast<size_t>(layout.columns());
+  std::vector<HashState> after;  // the state after consuming draft j's path
+  std::vector<int64_t> depth(k);
+  after.reserve(k);
+  for (size_t j = 0; j < k; ++j) {
+    const int64_t parent = call.parents[begin + j];
+    if (parent < -1 || parent >= static_cast<int64_t>(j)) {
+      throw Error(RequestName(call, r) + ": draft " + std::to_string(j) + " (slot " + std::to_string(begin + j) +
+                  ") has parent " + std::to_string(parent) + "; a parent is -1 or an earlier draft of the request");
+    }
+    depth[j] = parent < 0 ? 0 : depth[static_cast<size_t>(parent)] + 1;
+    CheckPosition(call, r, begin + j, committed.position(), static_cast<uint64_t>(depth[j]));
+    after.push_back(parent < 0 ? committed : after[static_cast<size_t>(parent)]);
+    after.back().AppendInto(std::span<const int64_t>(&call.ids[begin + j], 1),
+                            std::span<int64_t>(rows + j * per_slot, per_slot));
+  }
+  // The commit: a path from a draft whose parent is -1, each the parent of the next.
+  const std::vector<int64_t>& path = call.accepted[r];
+  int64_t previous = -1;
+  for (size_t i = 0; i < path.size(); ++i) {
+    const int64_t a = path[i];
+    if (a < 0 || a >= static_cast<int64_t>(k) || call.parents[begin + static_cast<size_t>(a)] != previous) {
+      throw Error(RequestName(call, r) + ": accepted[" + std::to_string(i) + "] = " + std::to_string(a) +
+                  " does not continue the accepted path (its parent must be " + std::to_string(previous) +
+                  "; §HASH.11)");
+    }
+    previous = a;
+  }
+  return path.empty() ? committed : after[static_cast<size_t>(path.back())];
+}
+
+}  // namespace
+
+PackedResult HashPacked(const Layout& layout, const PackedCall& call) {
+  CheckPackedShape(call);
+  const std::vector<int64_t>& cu = call.cu_seqlens;
+  const size_t requests = cu.size() - 1;
+  const size_t request_slots = static_cast<size_t>(cu.back());
+  const size_t per_slot = layout.layers.size() * static_cast<size_t>(layout.columns());
+  // §HASH.10 item 4 The request slots' ids, by their slot index; padding is never read.
+  try {
+    CheckCompressedIds(layout, std::span<const int64_t>(call.ids.data(), request_slots));
+  } catch (const Error& e) {
+    throw Error(std::string("slots: ") + e.what());
+  }
+  std::string fingerprint;  // §LAY.5, computed when a history carries one to compare
+  PackedResult out;
+  out.rows.resize(request_slots * per_slot);
+  out.histories.reserve(requests);
+  HashState state(layout);  // one state, restored for each request (its moduli built once)
+  for (size_t r = 0; r < requests; ++r) {
+    try {
+      // §HASH.9 a history of another layout is refused; the layout's fingerprint is computed once
+      const HashHistory& h = call.histories[r];
+      if (!h.layout_fingerprint.empty() && fingerprint.empty()) fingerprint = LayoutFingerprint(layout);
+      if (!h.layout_fingerprint.empty() && h.layout_fingerprint != fingerprint) {
+        throw Error("history: layoutFingerprint " + h.layout_fingerprint + " is not this layout's " + fingerprint);
+      }
+      state.Restore(HashHistory{h.position, h.ids, ""});
+    } catch (const Error& e) {
+      throw Error(RequestName(call, r) + ": " + e.what());
+    }
+    const size_t begin = static_cast<size_t>(cu[r]), end = static_cast<size_t>(cu[r + 1]);
+    if (!call.parents.empty()) {
+      state = HashDrafts(layout, call, r, state, out.rows.data() + begin * per_slot);
+    } else {
+      // §HASH.10 The request's slots continue its state; with §HASH.12's policy a position restarting at 0
+      // starts a fresh segment, so the ids before it enter no later window.
+      size_t from = begin;
+      for (size_t t = begin; t < end; ++t) {
+        const bool restart = call.segment_reset && t > begin && call.positions[t] == 0;
+        if (restart) {
+          state.AppendInto(std::span<const int64_t>(call.ids.data() + from, t - from),
+                           std::span<int64_t>(out.rows.data() + from * per_slot, (t - from) * per_slot));
+          state.Restore(HashHistory{0, {}, ""});
+          from = t;
+        }
+        CheckPosition(call, r, t, restart ? 0 : state.position(), t - from);
+      }
+      state.AppendInto(std::span<const int64_t>(call.ids.data() + from, end - from),
+                       std::span<int64_t>(out.rows.data() + from * per_slot, (end - from) * per_slot));
+    }
+    // The state after, with the fingerprint the state before carried (empty or this layout's).
+    out.histories.push_back(HashHistory{state.position(), state.History(), call.histories[r].layout_fingerprint});
+  }
+  return out;
 }
 
 }  // namespace engram

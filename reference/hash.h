@@ -127,6 +127,10 @@ class HashState {
   /// §HASH.9 A state that continues from `history`. Throws engram::Error when
   /// the history does not fit the layout (count, ids, position).
   static HashState Import(const Layout& layout, const HashHistory& history, size_t rollback_capacity = 0);
+  /// §HASH.9 Import into this state: its position and history become `history`'s, checked as Import checks
+  /// them (a refused history leaves the state as it was); its layout, moduli and rollback capacity stay, so
+  /// that one state can serve the requests of a packed call (§HASH.10) one after another.
+  void Restore(const HashHistory& history);
 
  private:
   void Feed(std::span<const int64_t> ids, int64_t* rows_out, std::vector<PositionTrace>* traces);
@@ -139,6 +143,33 @@ class HashState {
   std::vector<int64_t> recent_;  ///< up to max_ngram - 1 + capacity ids, oldest first
   std::vector<std::vector<DivisionFreeMod>> mods_;  ///< [layer][col]
 };
+
+/// §HASH.10-§HASH.12 One call of a serving engine: B requests packed into one
+/// flat buffer of slots, each continuing its own state.
+struct PackedCall {
+  std::vector<int64_t> ids;          ///< T slots: the requests' ids in order, then padding (DEAD = -1)
+  std::vector<int64_t> cu_seqlens;   ///< B + 1 boundaries: request r owns slots [cu[r], cu[r + 1])
+  std::vector<int64_t> positions;    ///< T absolute positions (padding: never read)
+  std::vector<HashHistory> histories;  ///< B states before the call (§HASH.9)
+  /// §HASH.11 Empty: every request slot is committed in order. Else T entries: each request slot's
+  /// parent draft, -1 (the committed state) or an earlier slot of the request (its index in it).
+  std::vector<int64_t> parents;
+  /// §HASH.11 With `parents`: per request, the committed path (indices within the request).
+  std::vector<std::vector<int64_t>> accepted;
+  /// §HASH.12 The policy `segment-reset`: a position that restarts at 0 inside a request starts a fresh
+  /// segment.
+  bool segment_reset = false;
+};
+
+/// What a packed call gives.
+struct PackedResult {
+  std::vector<int64_t> rows;           ///< [cu[B]][layer][col] flattened: the request slots' rows
+  std::vector<HashHistory> histories;  ///< B states after the call, each with its state's fingerprint before
+};
+
+/// §HASH.10-§HASH.12 Hashes a packed call. Throws engram::Error naming the request, slot and value for
+/// what §HASH.10 item 1, §HASH.11 and §HASH.9 refuse (and for positions that break §HASH.10 item 3).
+PackedResult HashPacked(const Layout& layout, const PackedCall& call);
 
 /// §HASH.4 The flat rows [t][layer][col] of HashState::Append as nested
 /// vectors rows[t][layer][col] (for JSON output and tests).

@@ -4,6 +4,8 @@
 # included), per suite, and, for scale, a whole `engram conform --random` run
 # against the in-tree reference plug-in and the example adapter (generation +
 # protocol + comparison).
+# Between them, the serving call shapes (serving_v41) beside hash_v41 per kind of case: a packed call of 64
+# requests against a single sequence (the target: at most 4 times; `engram bench random --lib`'s by_kind).
 # Figures, not assertions: this machine is shared and noisy.
 #
 #
@@ -117,10 +119,49 @@ fi
 N="${1:-20000}"
 
 printf '%-12s %10s %18s %22s %22s\n' suite cases "cases/s (1 thread)" "cases/s (T threads)" "cases/s (1, with JSON)"
-for suite in multipliers layout hash_v41 hash_demo; do
+for suite in multipliers layout hash_v41 hash_demo serving_v41; do
   "$BIN" bench random --suite "$suite" --cases "$N" --seed 1 |
     python3 -c 'import json,sys; d=json.load(sys.stdin); print("%-12s %10d %18.0f %18.0f (%d) %22.0f" % (d["suite"], d["cases"], d["cases_per_second"], d["cases_per_second_threads"], d["threads"], d["cases_per_second_with_json"]))'
 done
+
+# The new call shapes (serving_v41, spec/hash.md §HASH.10, §HASH.11) beside hash_v41, per kind of case, on one
+# thread's CPU time: `draw` drawing a case and computing its expected values; `runner` that, writing the request
+# and judging the reference plug-in's answer (the runner's whole share of a case); `plug-in` the answer, apart.
+# A packed call of 64 requests against a single sequence: a hash_v41 HashTest, and a packed call of one
+# request. The target: at most 4 times.
+if [[ -f "$PLUGIN" ]]; then
+  kinds=$(mktemp "${TMPDIR:-/tmp}/engram-bench-kinds.XXXXXX")
+  for suite in hash_v41 serving_v41; do
+    "$BIN" bench random --suite "$suite" --cases "$N" --seed 1 --lib "$PLUGIN" >>"$kinds"
+  done
+  python3 - "$kinds" <<'PY'
+import json, sys
+text, at, kinds = open(sys.argv[1]).read(), 0, {}
+while at < len(text):
+    while at < len(text) and text[at].isspace():
+        at += 1
+    if at >= len(text):
+        break
+    d, at = json.JSONDecoder().raw_decode(text, at)
+    for kind, k in d["by_kind"].items():
+        kinds[d["suite"] + " " + kind] = k
+print("\n%-42s %7s %9s %11s %12s %12s" % ("per kind of case (1 thread, CPU)", "cases", "draw us", "runner us",
+                                          "plug-in us", "runner/cpu-s"))
+for name in sorted(kinds):
+    k = kinds[name]
+    print("%-42s %7d %9.1f %11.1f %12.1f %12.0f" % (name, k["cases"], 1e6 * k["draw_cpu_seconds_per_case"],
+          1e6 * k["runner_cpu_seconds_per_case"], 1e6 * k["plugin_cpu_seconds_per_case"],
+          1 / k["runner_cpu_seconds_per_case"]))
+packed = kinds.get("serving_v41 PackedBatchTest, 64 requests")
+for label, base in (("a hash_v41 HashTest", kinds.get("hash_v41 HashTest")),
+                    ("a packed call of one request", kinds.get("serving_v41 PackedBatchTest, 1 request"))):
+    if packed and base:
+        print("a packed call of 64 requests against %s: runner %.1f times, draw %.1f times (target: at most 4)" %
+              (label, packed["runner_cpu_seconds_per_case"] / base["runner_cpu_seconds_per_case"],
+               packed["draw_cpu_seconds_per_case"] / base["draw_cpu_seconds_per_case"]))
+PY
+  rm -f "$kinds"
+fi
 
 # End to end: `engram conform --random` through the C-ABI plug-in (drawing,
 # the runner's pipeline to the plug-in host, the reference plug-in computing,
@@ -147,7 +188,7 @@ PY
 }
 printf '\n%-44s %8s %7s %9s %7s %12s %7s\n' "conform --random, end to end" cases wall_s cases/s cpu_s "cases/cpu-s" "cores*"
 if [[ -f "$PLUGIN" ]]; then
-  for suite in multipliers layout hash_v41 hash_demo hash_state table_lookup tp_shard token_map gate_v41 gate_demo short_conv_demo engram_forward; do
+  for suite in multipliers layout hash_v41 hash_demo hash_state table_lookup tp_shard token_map gate_v41 gate_demo short_conv_demo engram_forward serving_v41; do
     n=$N
     case $suite in token_map | gate_v41 | gate_demo | short_conv_demo | engram_forward) n=$((N / 10)) ;; esac
     e2e "--suite $suite (reference plug-in)" "$n" --lib "$PLUGIN" --suite "$suite"
@@ -166,7 +207,7 @@ echo "* cores for 10^9 cases of that suite in 8 hours (one shard per core) at th
 # bound of the CPU time per case, and its cases/s the most the cores reach.
 if [[ -f "$PLUGIN" ]]; then
   printf '\n%-44s %8s %7s %9s %7s %12s\n' "no channel (engram bench random --lib)" cases wall_s cases/s cpu_s "cases/cpu-s"
-  for suite in multipliers layout hash_v41 hash_demo hash_state table_lookup tp_shard token_map gate_v41 gate_demo short_conv_demo engram_forward; do
+  for suite in multipliers layout hash_v41 hash_demo hash_state table_lookup tp_shard token_map gate_v41 gate_demo short_conv_demo engram_forward serving_v41; do
     n=$N
     case $suite in token_map | gate_v41 | gate_demo | short_conv_demo | engram_forward) n=$((N / 10)) ;; esac
     "$BIN" bench random --suite "$suite" --cases "$n" --seed 1 --lib "$PLUGIN" |

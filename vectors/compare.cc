@@ -470,6 +470,9 @@ std::string CompareTolerance(const std::string& type, const json& group, const j
 
 SplitTest SplitOrdered(const std::string& type, const json& test) {
   SplitTest out{json::object(), json::object()};
+  // Room for every key first: an ordered object's member vector copies (not moves) its values when it grows.
+  out.inputs.get_ref<json::object_t&>().reserve(test.size());
+  out.expected.get_ref<json::object_t&>().reserve(test.size());
   bool after_result = false;
   const std::vector<Nested> nested = NestedOutputs(type);
   for (const auto& [key, value] : test.items()) {
@@ -489,12 +492,12 @@ SplitTest SplitOrdered(const std::string& type, const json& test) {
         if (n->two_levels) {
           json inner = json::array();
           for (const json& e : element) inner.push_back(StripKeys(e, n->keys));
-          stripped.push_back(inner);
+          stripped.push_back(std::move(inner));
         } else {
           stripped.push_back(StripKeys(element, n->keys));
         }
       }
-      out.inputs[key] = stripped;
+      out.inputs[key] = std::move(stripped);
       if (test.value("result", "") == "valid") out.expected[key] = value;
       continue;
     }

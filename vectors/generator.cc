@@ -85,7 +85,8 @@ void WriteSchemaCopies(const std::filesystem::path& schema_dir, const std::files
 const std::vector<SuiteDef>& AllSuites() {
   static const std::vector<SuiteDef> suites = {MultipliersSuite(), LayoutSuite(), HashV41Suite(), HashDemoSuite(), HashStateSuite(), AccumulatedSuite(),
                                                 Fp8DecodeSuite(), TableLookupSuite(), TpShardSuite(), TokenMapSuite(),
-                                                GateV41Suite(), GateDemoSuite(), ShortConvDemoSuite(), EngramForwardSuite()};
+                                                GateV41Suite(), GateDemoSuite(), ShortConvDemoSuite(), EngramForwardSuite(),
+                                                ServingSuite()};
   return suites;
 }
 

@@ -39,7 +39,8 @@ const std::vector<RandomSuite>& RandomSuites() {
   static const std::vector<RandomSuite> suites = {RandomMultipliers(), RandomLayout(),     RandomHash(true),
                                                   RandomHash(false),   RandomTableLookup(), RandomTpShard(),
                                                   RandomHashState(),   RandomTokenMap(),    RandomGateV41(),
-                                                  RandomGateDemo(),    RandomShortConv(),   RandomEngramForward()};
+                                                  RandomGateDemo(),    RandomShortConv(),   RandomEngramForward(),
+                                                  RandomServing()};
   return suites;
 }
 
@@ -72,6 +73,10 @@ const std::vector<std::pair<std::string, std::string>>& PolicyFeatures() {
        "§HASH.6: a state with rollback capacity c accepts every rollback whose ids the last max n-gram - 1 + c ids "
        "it consumed still hold (a rollback forgets the ids it removes, appends refill), as the reference does, "
        "beyond the mandatory rollback depth"},
+      {"segment-reset",
+       "§HASH.12: a position that restarts at 0 inside a request of a packed call starts a fresh segment (no id "
+       "before it enters the later windows), as NeMo Automodel's hasher and onnxruntime's end-of-sequence reset do; "
+       "the official V4.1 code does not reset, so no default case restarts a position"},
   };
   return kFeatures;
 }
@@ -86,6 +91,7 @@ std::set<std::string> SuiteFeatures(const RandomSuite& suite, const std::set<std
 
 RandomCase DrawCase(const RandomSuite& suite, uint64_t seed, int64_t index, const std::set<std::string>& declared) {
   const std::set<std::string> mine = SuiteFeatures(suite, declared);
+  if (suite.draw_case) return suite.draw_case(seed, index, mine);
   if (mine.empty() || !suite.draw_declared) return suite.build(suite.draw(seed, index));
   return suite.build(suite.draw_declared(seed, index, mine));
 }

@@ -116,6 +116,10 @@ struct RandomSuite {
   // default cases do not depend on which features exist.
   std::vector<std::string> features = {};
   std::function<ojson(uint64_t seed, int64_t index, const std::set<std::string>& declared)> draw_declared = nullptr;
+  // Optional: draws and builds case `index` in one go (for the features `declared` it knows); when set,
+  // DrawCase uses it. A generator that builds a drawn case to check it (serving_v41's no-leak control) hands
+  // that case over instead of building it twice; the case is the one build(draw...) gives.
+  std::function<RandomCase(uint64_t seed, int64_t index, const std::set<std::string>& declared)> draw_case = nullptr;
 };
 
 // §CONF.7 The policy features the generators know, with what declaring one
@@ -125,7 +129,7 @@ const std::vector<std::pair<std::string, std::string>>& PolicyFeatures();
 std::set<std::string> SuiteFeatures(const RandomSuite& suite, const std::set<std::string>& declared);
 
 // The generators, in suite order (multipliers, layout, hash_v41, hash_demo, table_lookup, tp_shard,
-// then hash_state, token_map, gate_v41, gate_demo, short_conv_demo, engram_forward: added after
+// then hash_state, token_map, gate_v41, gate_demo, short_conv_demo, engram_forward, serving_v41: added after
 // the first six, which draw what they drew before).
 const std::vector<RandomSuite>& RandomSuites();
 // nullptr when `suite` has no generator.
@@ -154,6 +158,7 @@ RandomSuite RandomGateV41();      // GateFunctionTest, V41GateTest, WkvTest (ran
 RandomSuite RandomGateDemo();     // GateFunctionTest, DemoGateTest (random_gate_demo.cc)
 RandomSuite RandomShortConv();    // ShortConvTest (random_short_conv_demo.cc)
 RandomSuite RandomEngramForward();  // EngramForwardTest, both profiles (random_engram_forward.cc)
+RandomSuite RandomServing();        // PackedBatchTest, DraftTreeTest (random_serving.cc)
 
 }  // namespace engram::vectors
 

@@ -325,7 +325,8 @@ const BuiltLayout& LayoutFor(const ojson& r, bool v41) {
   }
   if (cache.size() >= 4) cache.erase(cache.begin());
   ojson layers = LayersJson(layout);
-  cache.push_back({key, std::move(layout), std::move(config), std::move(layers)});
+  std::string fingerprint = LayoutFingerprint(layout);
+  cache.push_back({key, std::move(layout), std::move(config), std::move(layers), std::move(fingerprint)});
   return cache.back();
 }
 

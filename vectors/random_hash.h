@@ -31,6 +31,7 @@ struct BuiltLayout {
   std::string key;
   Layout layout;
   ojson config, layers;
+  std::string fingerprint;  // §LAY.5, computed once for the cases that share the layout
 };
 // The layout of a recipe's layout part, cached for the cases that share it
 // (throws engram::Error for a layout that cannot be built).

@@ -116,6 +116,7 @@ SuiteDef GateV41Suite();        // suite_gate_v41.cc (§FUS; shared parts: suite
 SuiteDef GateDemoSuite();       // suite_gate_demo.cc
 SuiteDef ShortConvDemoSuite();  // suite_short_conv_demo.cc
 SuiteDef EngramForwardSuite();  // suite_engram_forward.cc
+SuiteDef ServingSuite();        // suite_serving.cc (§HASH.10-§HASH.12; the encodings: serving.cc)
 
 // The registry, in generation order.
 const std::vector<SuiteDef>& AllSuites();

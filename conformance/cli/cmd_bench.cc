@@ -1,7 +1,10 @@
 // `engram bench ...`: throughput of the reference, for ratios measured in one run.
 #include <algorithm>
 #include <chrono>
+#include <ctime>
+#include <map>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include <sys/resource.h>
@@ -73,6 +76,67 @@ ojson NoChannel(const vectors::RandomSuite& gen, const std::string& lib, uint64_
           {"cpu_seconds", cpu},
           {"cases_per_cpu_second", static_cast<double>(cases) / cpu},
           {"request_digest", digest.Hex()}};
+}
+
+// The CPU time of this thread so far: on a shared machine the ratio of two kinds of case is steadier
+// measured so than by the wall clock.
+double ThreadCpuSeconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// §CONF.7 The cost of each kind of case to the runner, on one thread: its test type, and for a packed call
+// (§HASH.10) of 64 requests or of one request that as well, so that a full batch can be set beside a single
+// sequence (scripts/bench_random.sh). `draw`: drawing the case and computing its expected values. With a
+// library, also `runner`: that, writing the request and judging the library's answer (the runner's whole
+// share of a case), and `plugin`: the library's answer, apart.
+ojson ByKind(const vectors::RandomSuite& gen, const std::string& lib, uint64_t seed, int64_t cases) {
+  struct Cost {
+    int64_t cases = 0;
+    double draw = 0, runner = 0, plugin = 0;
+  };
+  std::map<std::string, Cost> kinds;
+  std::optional<host::Api> api;
+  if (!lib.empty()) api = host::LoadApi(lib);
+  const std::string label = "random:" + gen.suite;
+  for (int64_t i = 0; i < cases; ++i) {
+    const double k0 = ThreadCpuSeconds();
+    const vectors::RandomCase c = vectors::DrawCase(gen, seed, i);
+    const double k1 = ThreadCpuSeconds();
+    std::string kind = c.type;
+    if (c.recipe.contains("requests") && c.recipe["requests"].size() == 64) kind += ", 64 requests";
+    if (c.recipe.contains("requests") && c.recipe["requests"].size() == 1) kind += ", 1 request";
+    Cost& k = kinds[kind];
+    k.cases += 1;
+    k.draw += k1 - k0;
+    if (!api) continue;
+    conform::PreparedTest p = conform::PrepareTest(gen.suite, label, i + 1, c.group, c.test);
+    const nlohmann::json request = {{"op", "test"},  {"suite", gen.suite},           {"type", p.type},
+                                    {"tcId", i + 1}, {"group", nlohmann::json(c.group)}, {"test", nlohmann::json(p.split.inputs)}};
+    const double k2 = ThreadCpuSeconds();
+    conform::Peer::Reply reply;
+    reply.body = ojson(host::Answer(*api, request));
+    const double k3 = ThreadCpuSeconds();
+    const conform::TestResult r = conform::JudgeReply(p, c.group, c.test, reply);
+    const double k4 = ThreadCpuSeconds();
+    if (r.status != "pass") {
+      throw Error("bench random --lib: case " + std::to_string(i + 1) + " of seed " + std::to_string(seed) + " " +
+                  r.status + ": " + r.reason + " " + r.detail + " (the benchmark needs a library that passes)");
+    }
+    k.runner += (k4 - k0) - (k3 - k2);
+    k.plugin += k3 - k2;
+  }
+  ojson out = ojson::object();
+  for (const auto& [kind, k] : kinds) {
+    const auto n = static_cast<double>(k.cases);
+    out[kind] = {{"cases", k.cases}, {"draw_cpu_seconds_per_case", k.draw / n}};
+    if (api) {
+      out[kind]["runner_cpu_seconds_per_case"] = k.runner / n;
+      out[kind]["plugin_cpu_seconds_per_case"] = k.plugin / n;
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -208,6 +272,7 @@ void AddBenchCommand(CLI::App& app) {
     doc["cases_per_second_with_json"] = static_cast<double>(r->cases) / with_json;
     doc["json_bytes"] = bytes;
     doc["checksum"] = checksum;
+    doc["by_kind"] = ByKind(*gen, r->lib, static_cast<uint64_t>(r->seed), r->cases);
     if (!r->lib.empty()) {
       doc["no_channel"] = NoChannel(*gen, r->lib, static_cast<uint64_t>(r->seed), r->cases, static_cast<int>(r->threads));
     }

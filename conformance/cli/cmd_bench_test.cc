@@ -70,6 +70,25 @@ TEST(CliBench, RandomWithNoChannelAsksTheRunsRequests) {
   EXPECT_THAT(m.err, HasSubstr("the benchmark needs a library that passes"));
 }
 
+// §CONF.7 the cost of each kind of case to the runner (scripts/bench_random.sh): a packed call of 64 requests is
+// a kind of its own, so that it can be set beside a single sequence; every case is counted once.
+TEST(CliBench, RandomCostsEachKindOfCase) {
+  const std::string lib = std::string(ENGRAM_TEST_PLUGIN_DIR) + "/libengram_reference_plugin.so";
+  Result b = RunCli("bench random --suite serving_v41 --cases 80 --threads 1 --lib " + lib);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const json kinds = json::parse(b.out).at("by_kind");
+  int64_t cases = 0;
+  for (const auto& [kind, k] : kinds.items()) {
+    cases += k["cases"].get<int64_t>();
+    EXPECT_GT(k["draw_cpu_seconds_per_case"].get<double>(), 0.0) << kind;
+    EXPECT_GE(k["runner_cpu_seconds_per_case"].get<double>(), k["draw_cpu_seconds_per_case"].get<double>()) << kind;
+    EXPECT_GT(k["plugin_cpu_seconds_per_case"].get<double>(), 0.0) << kind;
+  }
+  EXPECT_EQ(cases, 80);
+  EXPECT_TRUE(kinds.contains("PackedBatchTest, 64 requests")) << kinds.dump();
+  EXPECT_TRUE(kinds.contains("DraftTreeTest")) << kinds.dump();
+}
+
 // The advertised maximum (2^32 positions, 32 GiB of ids if drawn at once) runs
 // in bounded memory: after a few seconds the benchmark is still hashing and its
 // peak resident memory is a few chunk buffers.

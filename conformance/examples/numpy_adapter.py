@@ -7,6 +7,7 @@ plain numpy port of every suite, written from the spec (not from the C++ referen
 standard library only (unicodedata for the token map's normalizer):
 
   hash family (§RNG, §LAY, §HASH):  multipliers, layout, hash_v41, hash_demo, hash_state, accumulated
+  serving call shapes (§HASH.10-12): serving_v41 (every encoding of §CON.7; --segment-reset declares §HASH.12)
   token map (§TOK):                 token_map
   tables (§STO):                    fp8_decode, table_lookup, tp_shard
   fusion (§FUS):                    gate_v41, gate_demo, short_conv_demo, engram_forward
@@ -78,6 +79,11 @@ the flag where a C++ mutant of the reference, vectors/mutants.cc, changes the ou
   row-outside-zero       v4.1 lookup: a row id outside the table gives +0 (ParallelEngramEmbedding's mask) RowOutsideTableZeroed
   hf-loader-unchecked    tokenizer.json read as the Hugging Face loader reads it (no id / decoder checks)  HfLoaderUnchecked
   mask-broadcast         v4.1: a mask of one entry is broadcast over the ids (torch.where)               OfficialMaskBroadcast
+  cross-request-leak     a packed call's windows bounded by the buffer, not by their request           CrossRequestLeak
+  restart-each-call      every call hashes its requests from a fresh state (no position, no history)  RestartEachCall
+  padding-writes-state   the padding slots consumed by the last request after its own                 PaddingWritesState
+  rejected-drafts-kept   every verified draft kept in the state, accepted or not                      RejectedDraftsKept
+  mask-not-applied-to-history  a masked id is DEAD for its own window only (ATOM's build_history)     MaskNotAppliedToHistory
 Bugs that the random cases (--random, §CONF.7) find, and every committed vector missed when they were planted
 (lazy-import and position-int32 fail the hash_state tests flagged MidSequenceStart now):
   ngram-cap-4            a fixed 4-slot window: orders above 4 read pad beyond the 4th slot
@@ -86,6 +92,8 @@ Bugs that the random cases (--random, §CONF.7) find, and every committed vector
   rollback-ring-short    a history ring one id short: rollback by the full capacity refused
   lazy-import            an imported history is merged on the first append: no ids in, no history out
   position-int32         an imported position kept in 32 bits (wraps from 2^31 on)
+The no-leak control of §HASH.10 (every valid serving_v41 test fails it; no flag):
+  naive-flatten          a packed call's request slots hashed as one sequence after request 0's state
 `--variant NAME`: a choice the spec allows, or a reading of older docs that the vectors now pin (not bugs of a
 catalogued port; conform_tests runs each):
   rollback-window-capacity  refuses every rollback by more than rollbackCapacity (§HASH.6 allows it: a policy)
@@ -112,7 +120,7 @@ import numpy as np
 DEAD = -1
 INT64_MAX = (1 << 63) - 1
 SUITES = ["multipliers", "layout", "hash_v41", "hash_demo", "hash_state", "accumulated", "token_map", "fp8_decode",
-          "table_lookup", "tp_shard", "gate_v41", "gate_demo", "short_conv_demo", "engram_forward"]
+          "table_lookup", "tp_shard", "gate_v41", "gate_demo", "short_conv_demo", "engram_forward", "serving_v41"]
 # --bug NAME -> the vector flag (a KNOWN_DIVERGENCE note) whose tests a port with that bug fails, exactly.
 # Every KNOWN_DIVERGENCE note names its planted bug ("--bug NAME"); conform_tests (PlantedBug) runs each.
 BUGS = {
@@ -169,6 +177,11 @@ BUGS = {
     "row-outside-zero": "RowOutsideTableZeroed",
     "hf-loader-unchecked": "HfLoaderUnchecked",
     "mask-broadcast": "OfficialMaskBroadcast",
+    "cross-request-leak": "CrossRequestLeak",
+    "restart-each-call": "RestartEachCall",
+    "padding-writes-state": "PaddingWritesState",
+    "rejected-drafts-kept": "RejectedDraftsKept",
+    "mask-not-applied-to-history": "MaskNotAppliedToHistory",
 }
 # --bug NAME for bugs that no committed vector catches (each passes every fixed vector: conform_tests
 # RandomConformance shows it), found by the random cases instead (spec/conformance.md §CONF.7).
@@ -180,6 +193,11 @@ RANDOM_ONLY_BUGS = {
     "lazy-import": "an imported history is held apart and merged on the first append: an instance given no ids "
                    "exports its position with an empty history",
     "position-int32": "an imported position kept in a 32-bit int: a sequence past 2^31 ids resumes at the wrapped position",
+}
+# --bug NAME for the no-leak control of spec/hash.md §HASH.10: every valid serving_v41 test fails it (a catalogue
+# flag would mark every valid test); conform_tests (ServingControl) checks exactly that.
+CONTROL_BUGS = {
+    "naive-flatten": "a packed call's request slots hashed as one sequence continuing request 0's state",
 }
 # --variant NAME -> what the variant does (see the docstring).
 VARIANTS = {
@@ -1518,6 +1536,8 @@ def run_test(type_, group, test):
         layout = build_layout(parse_config(test["config"], test.get("profile")), test["compressedVocabSize"],
                               test["compressedPad"])
         return {"layers": layout["layers"]}
+    if type_ in ("PackedBatchTest", "DraftTreeTest"):
+        return serving_test(type_, group, test)
     layout = layout_of(group)
     if type_ == "HashTest":
         return {"rows": State(layout).append(test["ids"])}
@@ -1566,6 +1586,218 @@ def run_test(type_, group, test):
     return None
 
 
+# ----------------------------------------------------------------------------- §HASH.10-§HASH.12 packed calls
+
+SEGMENT_RESET = False  # --segment-reset: declare (hello `features`) and implement the policy of §HASH.12
+
+
+def serving_read(layout, type_, test):
+    """§CON.7: the test's state in, whatever its encoding, as one form: per request {"position", "ids", "under"}
+    (ids with DEAD = -1, under: the id beneath each DEAD one where the encoding gives it, else -1), and the flat
+    ids (DEAD = -1) with the ids beneath them."""
+    enc, w = test["encoding"], layout["max_ngram"] - 1
+    raw = list(test["ids"])
+    if enc in ("vllm", "slotCache"):
+        if len(test["deadMask"]) != len(raw):
+            raise ValueError("deadMask: not one entry per slot")
+        ids = [DEAD if m else x for x, m in zip(raw, test["deadMask"])]
+        under = raw
+    elif enc in ("engram", "onnxruntime", "sglang"):
+        ids, under = raw, list(raw)
+    else:
+        raise ValueError(f"encoding {enc!r} is none of §CON.7's")
+    cu, pos = test["cuSeqlens"], test["positions"]
+    b = len(cu) - 1
+    if b < 0:
+        raise ValueError("cuSeqlens: empty")
+
+    def first_position(r):  # the request's position before the call: its first slot's (§CON.7)
+        if cu[r] >= cu[r + 1]:
+            return None
+        if not 0 <= cu[r] < len(pos):
+            raise ValueError(f"cuSeqlens[{r}] = {cu[r]}: no slot of the buffer")
+        return pos[cu[r]]
+
+    hists = []
+    for r in range(b):
+        if enc == "engram":
+            h = test["historyIn"][r]
+            hists.append({"position": h["position"], "ids": list(h["history"]), "under": list(h["history"])})
+            continue
+        if enc == "vllm":
+            win, mask = test["lookbackTokenIds"][r], test["lookbackDeadMask"][r]
+            known = next((c for c, x in enumerate(win) if x == -1), w)
+            p = first_position(r)
+            p = known if p is None else p
+            n = min(max(p, 0), w)
+            hid, hun = [], []
+            for c in reversed(range(n)):  # column c is position p - 1 - c: oldest first is the last column
+                if win[c] == -1:
+                    raise ValueError(f"lookbackTokenIds[{r}][{c}] = -1 (not known) where the windows read it")
+                hid.append(DEAD if mask[c] else win[c])
+                hun.append(win[c])
+        elif enc == "onnxruntime":
+            past = test["pastIds"][r]
+            p = first_position(r)
+            p = w if p is None else p
+            n = min(max(p, 0), w)
+            hid = list(past[w - n:])
+            hun = [-1 if x == DEAD else x for x in hid]
+        elif enc == "sglang":
+            row = test["tokenTable"][r]
+            p = first_position(r) or 0
+            n = min(max(p, 0), w)
+            if p > len(row):
+                raise ValueError(f"tokenTable[{r}]: {len(row)} positions, the request continues at {p}")
+            hid = list(row[p - n:p])
+            hun = [-1 if x == DEAD else x for x in hid]
+        else:  # slotCache
+            p = first_position(r) or 0
+            n = min(max(p, 0), w)
+            hid = [test["slotCache"][slot_of(test, r, q)] for q in range(p - n, p)]
+            hun = [-1 if x == DEAD else x for x in hid]
+        hists.append({"position": p, "ids": hid, "under": hun})
+    return ids, under, hists
+
+
+def slot_of(test, r, position):
+    """§CON.7 slotCache: position p of request r lies at blockTable[r][p // blockSize] * blockSize + p % blockSize."""
+    bs = test["blockSize"]
+    block = test["blockTable"][r][position // bs]
+    slot = block * bs + position % bs
+    if position < 0 or block < 0 or not 0 <= slot < len(test["slotCache"]):
+        raise ValueError(f"blockTable[{r}]: no slot for position {position}")
+    return slot
+
+
+def serving_test(type_, group, test):
+    """§HASH.10 / §HASH.11: every request continues its own state over its own slots (or its drafts' paths),
+    written back in the test's encoding (§CON.7)."""
+    layout = layout_of(group)
+    fp = fingerprint(layout)
+    w, enc = layout["max_ngram"] - 1, test["encoding"]
+    drafts = type_ == "DraftTreeTest"
+    ids, under, hists = serving_read(layout, type_, test)
+    cu, pos = test["cuSeqlens"], test["positions"]
+    b, n_slots = len(cu) - 1, len(ids)
+    # §HASH.10 item 1: the boundaries, before anything is read through them
+    if cu[0] != 0:
+        raise ValueError(f"cuSeqlens[0] = {cu[0]}: the first boundary must be 0")
+    for r in range(1, b + 1):
+        if cu[r] < cu[r - 1]:
+            raise ValueError(f"cuSeqlens[{r}] = {cu[r]} is below cuSeqlens[{r - 1}] = {cu[r - 1]}")
+    if cu[b] > n_slots:
+        raise ValueError(f"cuSeqlens[{b}] = {cu[b]} is beyond the {n_slots} slots")
+    check_ids(layout, ids[:cu[b]])
+    for h in hists:  # §HASH.9, each request's state in
+        State(layout).import_({"position": h["position"], "history": h["ids"]}, fp, fp)
+    mask_off = BUG == "mask-not-applied-to-history"
+    seen_hist = lambda h: h["under"] if mask_off else h["ids"]  # noqa: E731  a masked id read as itself
+    seen_slot = lambda t: under[t] if mask_off else ids[t]  # noqa: E731
+
+    def rows_of(h_ids, position, chain, own):
+        """The rows of the last id of `chain` (ids after `h_ids`, the first at `position`); its own slot `own`."""
+        prev = (list(h_ids) + list(chain[:-1]))[-w:] if w else []
+        prev = prev[-min(position + len(chain) - 1, w):] if position + len(chain) - 1 > 0 else []
+        return hash_rows(layout, prev, position + len(chain) - 1, [own])[0].tolist()[0]
+
+    rows, outs = [], []
+    for r in range(b):
+        h = hists[r]
+        start, hist_ids, hist_under = h["position"], seen_hist(h), h["under"]
+        if BUG == "restart-each-call":
+            start, hist_ids, hist_under = 0, [], []
+        slots = list(range(cu[r], cu[r + 1]))
+        if drafts:
+            par = test["parents"]
+            depth = []
+            for j, t in enumerate(slots):
+                if not -1 <= par[t] < j:
+                    raise ValueError(f"request {r}: draft {j} has parent {par[t]}")
+                depth.append(0 if par[t] < 0 else depth[par[t]] + 1)
+                if pos[t] != h["position"] + depth[j]:
+                    raise ValueError(f"request {r}: slot {t} has position {pos[t]}, expected {h['position'] + depth[j]}")
+            for j, t in enumerate(slots):
+                path, at = [], j
+                while at >= 0:
+                    path.insert(0, slots[at])
+                    at = par[slots[at]]
+                rows.append(rows_of(hist_ids, start, [seen_slot(u) for u in path], ids[t]))
+            path, prev = test["accepted"][r], -1
+            for i, a in enumerate(path):
+                if not (0 <= a < len(slots) and par[slots[a]] == prev):
+                    raise ValueError(f"request {r}: accepted[{i}] = {a} does not continue the path")
+                prev = a
+            kept = [slots[a] for a in path] if BUG != "rejected-drafts-kept" else slots
+            segments = [(start, hist_ids, hist_under, kept)]
+        else:
+            # §HASH.12 (declared): a position restarting at 0 starts a fresh segment
+            segments, seg_start = [], 0
+            for j, t in enumerate(slots):
+                restart = SEGMENT_RESET and j > 0 and pos[t] == 0
+                if restart:
+                    segments.append((start if not segments else 0, hist_ids if not segments else [],
+                                     hist_under if not segments else [], slots[seg_start:j]))
+                    seg_start = j
+                expect = 0 if restart else (h["position"] if not segments else 0) + (j - seg_start)
+                if pos[t] != expect:
+                    raise ValueError(f"request {r}: slot {t} has position {pos[t]}, but it continues at {expect}")
+            segments.append((start if not segments else 0, hist_ids if not segments else [],
+                             hist_under if not segments else [], slots[seg_start:]))
+            for s0, s_ids, _, seg in segments:
+                chain = []
+                for t in seg:
+                    chain.append(seen_slot(t))
+                    rows.append(rows_of(s_ids, s0, chain, ids[t]))
+        s0, s_ids, s_under, consumed = segments[-1]
+        if BUG == "padding-writes-state" and not drafts and r == b - 1:
+            consumed = consumed + list(range(cu[b], n_slots))
+        seq_ids = list(s_ids) + [seen_slot(t) for t in consumed]
+        seq_under = list(s_under) + [under[t] for t in consumed]
+        p_out = s0 + len(consumed)
+        k = min(p_out, w)
+        outs.append({"position": p_out, "ids": seq_ids[len(seq_ids) - k:] if k else [],
+                     "under": seq_under[len(seq_under) - k:] if k else [],
+                     "writes": [(s0 + i, seen_slot(t)) for i, t in enumerate(consumed)]})
+        if BUG == "restart-each-call":  # the slots are still written where the call says
+            outs[-1]["writes"] = [(pos[t], ids[t]) for t in slots]
+    if BUG == "naive-flatten":  # the request slots as one sequence after request 0's state (§HASH.10's control)
+        h = hists[0]
+        rows = hash_rows(layout, h["ids"], h["position"], ids[:cu[b]])[0].tolist()
+    if BUG == "cross-request-leak":  # each window bounded by the buffer, not by its request
+        rows = []
+        for r in range(b):
+            for j, t in enumerate(range(cu[r], cu[r + 1])):
+                if drafts:
+                    before, at = [], test["parents"][t]
+                    while at >= 0:  # the draft's path, nearest first
+                        before.append(ids[cu[r] + at])
+                        at = test["parents"][cu[r] + at]
+                else:
+                    before = [ids[u] for u in reversed(range(cu[r], t))]
+                before += [ids[u] for u in reversed(range(cu[r]))] + list(reversed(hists[r]["ids"]))
+                k = min(pos[t], w, len(before))
+                rows.append(hash_rows(layout, list(reversed(before[:k])), pos[t], [ids[t]])[0].tolist()[0])
+    out = {"rows": rows}
+    if enc == "engram":
+        out["historyOut"] = [{"position": o["position"], "history": o["ids"]} for o in outs]
+    elif enc == "vllm":
+        out["lookbackTokenIdsOut"] = [[(o["under"] if o["ids"][i] == DEAD else o["ids"])[i]
+                                       for i in reversed(range(len(o["ids"])))] + [-1] * (w - len(o["ids"]))
+                                      for o in outs]
+        out["lookbackDeadMaskOut"] = [[o["ids"][i] == DEAD for i in reversed(range(len(o["ids"])))]
+                                      + [False] * (w - len(o["ids"])) for o in outs]
+    elif enc == "onnxruntime":
+        out["presentIds"] = [[layout["pad"]] * (w - len(o["ids"])) + o["ids"] for o in outs]
+    elif enc == "slotCache":
+        cache = list(test["slotCache"])
+        for r, o in enumerate(outs):
+            for p, x in o["writes"]:
+                cache[slot_of(test, r, p)] = x
+        out["slotCacheOut"] = cache
+    return out
+
+
 def accumulate(group, n, seed):
     layout = layout_of(group)
     v41 = layout["profile"] == "v4.1"
@@ -1588,7 +1820,7 @@ def handle(req):
         return {"protocol": 1, "name": "numpy-adapter" + (f" (bug: {BUG})" if BUG else "")
                 + (f" (variant: {VARIANT})" if VARIANT else ""), "version": "1",
                 "suites": CLAIMED_SUITES,
-                "profiles": CLAIMED_PROFILES, "features": []}
+                "profiles": CLAIMED_PROFILES, "features": ["segment-reset"] if SEGMENT_RESET else []}
     try:
         if op == "contract":
             if CONTRACT is not None:
@@ -1611,9 +1843,9 @@ def handle(req):
 
 
 def main():
-    global BUG, VARIANT, CONTRACT, CLAIMED_SUITES, CLAIMED_PROFILES, UNSUPPORTED_TYPES
+    global BUG, VARIANT, CONTRACT, CLAIMED_SUITES, CLAIMED_PROFILES, UNSUPPORTED_TYPES, SEGMENT_RESET
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bug", choices=list(BUGS) + list(RANDOM_ONLY_BUGS))
+    ap.add_argument("--bug", choices=list(BUGS) + list(RANDOM_ONLY_BUGS) + list(CONTROL_BUGS))
     ap.add_argument("--variant", choices=list(VARIANTS))
     ap.add_argument("--list-bugs", action="store_true", help="print {bug: flag} as JSON and exit")
     ap.add_argument("--list-random-bugs", action="store_true",
@@ -1625,7 +1857,10 @@ def main():
     ap.add_argument("--unsupported", nargs="+", default=[], metavar="TYPE",
                     help='answer {"unsupported": ...} to these test types (e.g. FloatLookupTest): skipped, not failed')
     ap.add_argument("--contract", help="report this hash contract (e.g. written by `engram contract`)")
+    ap.add_argument("--segment-reset", action="store_true",
+                    help="declare the policy feature segment-reset (§HASH.12) and reset where a position restarts at 0")
     args = ap.parse_args()
+    SEGMENT_RESET = args.segment_reset
     BUG = args.bug
     VARIANT = args.variant
     CLAIMED_SUITES = args.claim or SUITES

@@ -20,6 +20,9 @@ json TokenMapOutputs(const Api& api, const json& group, const json& test);
 json TokenLookupOutputs(const Api& api, const json& group, const json& test);
 // §FUS.10 gate_v41, gate_demo, short_conv_demo, engram_forward (outputs_fusion.cc).
 json FusionOutputs(const Api& api, const std::string& type, const json& group, const json& test);
+// §HASH.10-§HASH.11 PackedBatchTest, DraftTreeTest: the test's encoding (§CON.7) read, one engram_hash_packed
+// call, the outputs written in the encoding again (outputs_serving.cc).
+json ServingOutputs(const Api& api, const std::string& type, const json& group, const json& test);
 
 }  // namespace engram::host
 

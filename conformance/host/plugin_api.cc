@@ -57,6 +57,7 @@ Api LoadApi(const std::string& path) {
   Bind(lib, "engram_token_map_check", a.token_map_check);
   Bind(lib, "engram_token_map_key", a.token_map_key);
   Bind(lib, "engram_token_map_compress", a.token_map_compress);
+  Bind(lib, "engram_hash_packed", a.hash_packed);
   Bind(lib, "engram_gate", a.gate);
   Bind(lib, "engram_v41_gate", a.v41_gate);
   Bind(lib, "engram_wkv_bf16", a.wkv_bf16);

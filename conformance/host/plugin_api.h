@@ -64,6 +64,8 @@ struct Api {
   decltype(&engram_conv_state_append) conv_state_append = nullptr;
   decltype(&engram_conv_state_rollback) conv_state_rollback = nullptr;
   decltype(&engram_conv_state_window) conv_state_window = nullptr;
+  // ABI 1.4: packed calls.
+  decltype(&engram_hash_packed) hash_packed = nullptr;
 
   bool HasLayout() const {
     return layout_create && layout_destroy && layout_layer_count && layout_max_ngram && layout_columns && layout_layer;

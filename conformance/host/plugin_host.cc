@@ -145,6 +145,7 @@ json RunTest(const Api& api, const std::string& type, const json& group, const j
       type == "HeadShardTest") {
     return StorageOutputs(api, type, group, test);
   }
+  if (type == "PackedBatchTest" || type == "DraftTreeTest") return ServingOutputs(api, type, group, test);
   if (type == "TokenMapTest") return TokenMapOutputs(api, group, test);
   if (type == "TokenLookupTest") return TokenLookupOutputs(api, group, test);
   if (type == "GateFunctionTest" || type == "V41GateTest" || type == "WkvTest" || type == "DemoGateTest" ||

@@ -113,7 +113,7 @@ const engram_conformance_info_t* engram_conformance_info(void) {
   static const engram_conformance_info_t info = {
       ENGRAM_CONFORMANCE_ABI_VERSION, "engram-reference", "0.1.0",
       "multipliers,layout,hash_v41,hash_demo,hash_state,accumulated,fp8_decode,table_lookup,tp_shard,token_map,"
-      "gate_v41,gate_demo,short_conv_demo,engram_forward",
+      "gate_v41,gate_demo,short_conv_demo,engram_forward,serving_v41",
       "v4.1,demo-v1"};
   return &info;
 }
@@ -177,6 +177,46 @@ int engram_hasher_import(engram_hasher* h, int64_t position, const int64_t* ids,
     engram::HashHistory history{position, std::vector<int64_t>(ids, ids + count),
                                 layout_fingerprint != nullptr ? layout_fingerprint : ""};
     h->state = engram::HashState::Import(h->layout->layout, history, h->capacity);
+    return 0;
+  });
+}
+
+// §HASH.10-§HASH.12 (ABI 1.4) One packed call through the reference's HashPacked.
+int engram_hash_packed(const engram_layout* layout, const engram_packed_call_t* call, engram_packed_result_t* result,
+                       char* err, size_t err_len) {
+  return Guard(err, err_len, [&] {
+    const engram::Layout& l = layout->layout;
+    const size_t window = static_cast<size_t>(l.max_ngram - 1);
+    engram::PackedCall c;
+    c.ids.assign(call->ids, call->ids + call->slots);
+    c.cu_seqlens.assign(call->cu_seqlens, call->cu_seqlens + call->requests + 1);
+    c.positions.assign(call->positions, call->positions + call->slots);
+    for (size_t r = 0; r < call->requests; ++r) {
+      if (call->history_counts[r] > window) {
+        throw engram::Error("history_counts[" + std::to_string(r) + "] = " + std::to_string(call->history_counts[r]) +
+                            ": more than max_ngram - 1 = " + std::to_string(window));
+      }
+      const int64_t* ids = call->history_ids + r * window;
+      c.histories.push_back(engram::HashHistory{call->history_positions[r],
+                                                std::vector<int64_t>(ids, ids + call->history_counts[r]), ""});
+    }
+    if (call->parents != nullptr) {
+      c.parents.assign(call->parents, call->parents + call->slots);
+      for (size_t r = 0; r < call->requests; ++r) {
+        c.accepted.emplace_back(call->accepted + call->accepted_offsets[r], call->accepted + call->accepted_offsets[r + 1]);
+      }
+    }
+    // This library's policy: a position restarting at 0 inside a request is a reset (§HASH.12). No case restarts
+    // a position unless the run declares the feature (`engram conform --features segment-reset`).
+    c.segment_reset = true;
+    const engram::PackedResult res = engram::HashPacked(l, c);
+    CheckCapacity(result->rows_len, res.rows.size(), "rows");
+    std::copy(res.rows.begin(), res.rows.end(), result->rows);
+    for (size_t r = 0; r < call->requests; ++r) {
+      result->history_positions[r] = res.histories[r].position;
+      result->history_counts[r] = res.histories[r].ids.size();
+      std::copy(res.histories[r].ids.begin(), res.histories[r].ids.end(), result->history_ids + r * window);
+    }
     return 0;
   });
 }

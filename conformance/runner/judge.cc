@@ -5,6 +5,7 @@
 #include <cctype>
 #include <optional>
 
+#include "vectors/serving.h"
 #include "vectors/trivial.h"
 
 namespace engram::conform {
@@ -77,6 +78,11 @@ std::string Mismatch(const std::string& type, const json& group, const json& tes
   std::string detail;
   if (!d_int.empty()) detail += "first difference in the intermediates (where the computation goes wrong): " + d_int + "\n";
   detail += "first difference in the outputs: " + (d_out.empty() ? std::string("none (only the intermediates differ)") : d_out);
+  if (type == "PackedBatchTest" || type == "DraftTreeTest") {
+    // §HASH.10 a packed call's failure names the request, its boundaries, the slot and its position.
+    const std::string where = vectors::ServingLocation(type, group, test, d_out);
+    if (!where.empty()) detail += "\n" + where;
+  }
   if (test.contains("intermediate")) {
     const json& inter = test["intermediate"];
     const auto [key, index] = FirstIndex(d_int.empty() ? d_out : d_int);

@@ -11,7 +11,7 @@ const engram_conformance_info_t* engram_conformance_info(void) {
   static const engram_conformance_info_t info = {
       ENGRAM_CONFORMANCE_ABI_VERSION, "minimal-c99", "0",
       "multipliers,layout,hash_v41,hash_demo,hash_state,accumulated,fp8_decode,table_lookup,tp_shard,token_map,"
-      "gate_v41,gate_demo,short_conv_demo,engram_forward",
+      "gate_v41,gate_demo,short_conv_demo,engram_forward,serving_v41",
       "v4.1,demo-v1"};
   return &info;
 }

@@ -552,6 +552,83 @@ TEST_F(Abi, ShortConvGivesTheVectorOutputs) {
   }
 }
 
+// §HASH.10, §HASH.11 (ABI 1.4): every `engram`-encoded test of serving_v41 (its states are the ABI's form) as one
+// engram_hash_packed call; the vector's rows and states decide, and the invalid ones must be refused.
+TEST_F(Abi, HashPackedGivesTheServingVectors) {
+  auto layout_create = ABI(engram_layout_create);
+  auto layout_destroy = ABI(engram_layout_destroy);
+  auto packed = ABI(engram_hash_packed);
+  size_t valid = 0, invalid = 0;
+  for (const json& g : Suite("serving_v41")["testGroups"]) {
+    engram_layout* layout = layout_create(g["config"].dump().c_str(), "v4.1", g["compressedVocabSize"],
+                                          g["compressedPad"], err_, sizeof err_);
+    ASSERT_NE(layout, nullptr) << err_;
+    const size_t window = g["layers"][0]["multipliers"].size() - 1;
+    const size_t per_slot = g["layers"].size() * window * g["layers"][0]["primes"][0].size();
+    for (const json& t : g["tests"]) {
+      if (t["encoding"] != "engram") continue;
+      const auto ids = t["ids"].get<std::vector<int64_t>>(), cu = t["cuSeqlens"].get<std::vector<int64_t>>(),
+                 positions = t["positions"].get<std::vector<int64_t>>();
+      const size_t requests = cu.size() - 1;
+      std::vector<int64_t> hp, hid(requests * window), parents, accepted;
+      std::vector<size_t> hc, offsets = {0};
+      for (size_t r = 0; r < requests; ++r) {
+        const json& h = t["historyIn"][r];
+        hp.push_back(h["position"]);
+        hc.push_back(h["history"].size());
+        for (size_t i = 0; i < h["history"].size(); ++i) hid[r * window + i] = h["history"][i];
+      }
+      engram_packed_call_t call{ids.data(), ids.size(), cu.data(), requests, positions.data(), hp.data(), hc.data(),
+                                hid.data(), nullptr, nullptr, nullptr};
+      if (t.contains("parents")) {
+        parents = t["parents"].get<std::vector<int64_t>>();
+        for (const json& path : t["accepted"]) {
+          for (const json& a : path) accepted.push_back(a);
+          offsets.push_back(accepted.size());
+        }
+        call.parents = parents.data();
+        call.accepted = accepted.data();
+        call.accepted_offsets = offsets.data();
+      }
+      std::vector<int64_t> rows(ids.size() * per_slot + 1), op(requests), oid(requests * window);
+      std::vector<size_t> oc(requests);
+      engram_packed_result_t out{rows.data(), rows.size(), op.data(), oc.data(), oid.data()};
+      const int rc = packed(layout, &call, &out, err_, sizeof err_);
+      if (!Valid(t)) {
+        EXPECT_NE(rc, 0) << "tcId " << t["tcId"];
+        ++invalid;
+        continue;
+      }
+      ASSERT_EQ(rc, 0) << "tcId " << t["tcId"] << ": " << err_;
+      ++valid;
+      std::vector<int64_t> want;
+      for (const json& slot : t["rows"]) {
+        for (const json& layer : slot) {
+          for (const json& v : layer) want.push_back(v);
+        }
+      }
+      rows.resize(want.size());
+      EXPECT_EQ(rows, want) << "tcId " << t["tcId"];
+      for (size_t r = 0; r < requests; ++r) {
+        EXPECT_EQ(op[r], t["historyOut"][r]["position"].get<int64_t>()) << "tcId " << t["tcId"] << " request " << r;
+        EXPECT_EQ(std::vector<int64_t>(oid.begin() + static_cast<std::ptrdiff_t>(r * window),
+                                       oid.begin() + static_cast<std::ptrdiff_t>(r * window + oc[r])),
+                  t["historyOut"][r]["history"].get<std::vector<int64_t>>())
+            << "tcId " << t["tcId"] << " request " << r;
+      }
+      // A rows buffer one value short is refused, not overrun.
+      if (!want.empty()) {
+        out.rows_len = want.size() - 1;
+        EXPECT_NE(packed(layout, &call, &out, err_, sizeof err_), 0);
+        EXPECT_THAT(err_, HasSubstr("rows"));
+      }
+    }
+    layout_destroy(layout);
+  }
+  EXPECT_GT(valid, 4u);
+  EXPECT_GT(invalid, 4u);
+}
+
 // §FUS.10: ids -> rows -> table -> fusion, through a layout of the ABI.
 TEST_F(Abi, ForwardGivesTheVectorOutputs) {
   auto layout_create = ABI(engram_layout_create);

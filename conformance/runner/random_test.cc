@@ -112,7 +112,8 @@ TEST(RandomConform, TheReferencePassesAndTheReportNamesTheSeed) {
   EXPECT_EQ(suites, (std::set<std::string>{"random:hash_demo", "random:hash_v41", "random:layout", "random:multipliers",
                                            "random:table_lookup", "random:tp_shard", "random:hash_state",
                                            "random:token_map", "random:gate_v41", "random:gate_demo",
-                                           "random:short_conv_demo", "random:engram_forward"}));
+                                           "random:short_conv_demo", "random:engram_forward",
+                                           "random:serving_v41"}));
   // Without --random-only the fixed vectors run first, with the contract checks.
   Result both = Conform("--vectors " + kVectors + " --lib " + ENGRAM_PLUGIN + " --random 20 --seed 5 --accumulate-max 0");
   EXPECT_EQ(both.exit_code, 0) << both.out;
@@ -423,6 +424,13 @@ const Planted kPlanted[] = {
     {"conv-norm-eps", "short_conv_demo", false, "hc 1, hidden 1"},
     {"tap-order", "engram_forward", false, "hc 1", "tap_order_engram_forward"},
     {"wkv-block128", "engram_forward", false, "hc 1", "wkv_block128_engram_forward"},
+    // The call shapes of serving engines (§HASH.10-§HASH.11, §VEC.14), each shrunk towards fewer requests and
+    // slots and the engram encoding (the mask bug only shows in an encoding that carries the masked ids).
+    {"cross-request-leak", "serving_v41", false, "requests 2, slots 2,"},
+    {"restart-each-call", "serving_v41", false, "requests 2,"},
+    {"padding-writes-state", "serving_v41", false, "(padding 1)"},
+    {"rejected-drafts-kept", "serving_v41", false, "drafts, engram, requests 2"},
+    {"mask-not-applied-to-history", "serving_v41", false, "packed, vllm, requests 2, slots 2,"},
 };
 
 class PlantedBugRandom : public testing::TestWithParam<Planted> {};
@@ -474,6 +482,23 @@ TEST_P(PlantedBugRandom, FoundShrunkAndSavedAsAReplay) {
     Result committed = Conform("--vectors " + kVectors + " " + port + " --accumulate-max 100000");
     EXPECT_EQ(committed.exit_code, 0) << "the committed vectors catch --bug " << p.bug << " after all:\n" << committed.out;
   }
+}
+
+// §HASH.12, §CONF.7 item 2: a segment reset is drawn only for an implementation that declares the policy. The
+// adapter without it passes the default cases and fails (shrunk to one short request with its restart) when the
+// feature is declared for it; with --segment-reset (its hello declares the feature) it passes those too.
+TEST(RandomConform, SegmentResetIsDrawnOnlyWhenDeclared) {
+  if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
+  const std::string common = "--vectors " + kVectors + " --random 40 --seed 5 --random-only --suite serving_v41 ";
+  Result plain = Conform(common + "--exec \"" + Python() + " " + kAdapter + "\"");
+  EXPECT_EQ(plain.exit_code, 0) << plain.out;
+  Result declared = Conform(common + "--features segment-reset --exec \"" + Python() + " " + kAdapter + "\"");
+  EXPECT_EQ(declared.exit_code, 1) << declared.out;
+  EXPECT_THAT(declared.out, HasSubstr("random: policy features declared: segment-reset"));
+  EXPECT_THAT(declared.out, testing::ContainsRegex("shrunk from .* to packed, engram, requests 1, slots 2,"));
+  Result resetting = Conform(common + "--exec \"" + Python() + " " + kAdapter + " --segment-reset\"");
+  EXPECT_EQ(resetting.exit_code, 0) << resetting.out;
+  EXPECT_THAT(resetting.out, HasSubstr("random: policy features declared: segment-reset"));
 }
 
 INSTANTIATE_TEST_SUITE_P(RandomConformance, PlantedBugRandom, testing::ValuesIn(kPlanted), [](const auto& info) {

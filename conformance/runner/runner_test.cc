@@ -59,7 +59,8 @@ TEST(Conform, ReferencePluginPassesEverythingItClaims) {
     EXPECT_NE(t["status"], "fail") << t.dump();
     if (t["status"] == "pass") passed_suites.insert(t["suite"].get<std::string>());
   }
-  for (const char* s : {"multipliers", "layout", "hash_v41", "hash_demo", "hash_state", "accumulated", "contract"}) {
+  for (const char* s : {"multipliers", "layout", "hash_v41", "hash_demo", "hash_state", "accumulated", "serving_v41",
+                        "contract"}) {
     EXPECT_TRUE(passed_suites.count(s)) << s;
   }
   EXPECT_THAT(Slurp(junit), HasSubstr("<testsuite name=\"hash_v41\""));
@@ -69,7 +70,8 @@ TEST(Conform, ReferencePluginPassesEverythingItClaims) {
 // run with --accumulate-max 100000 may skip: the 10^7 accumulated digests.
 const char* const kAllSuites[] = {"multipliers", "layout",       "hash_v41", "hash_demo", "hash_state",
                                   "accumulated", "token_map",    "fp8_decode", "table_lookup", "tp_shard",
-                                  "gate_v41",    "gate_demo",    "short_conv_demo", "engram_forward"};
+                                  "gate_v41",    "gate_demo",    "short_conv_demo", "engram_forward",
+                                  "serving_v41"};
 
 bool SkippedForAccumulateMax(const json& t) {
   return t["suite"] == "accumulated" && t["detail"].get<std::string>().find("--accumulate-max") != std::string::npos;
@@ -239,6 +241,66 @@ INSTANTIATE_TEST_SUITE_P(KnownDivergences, PlantedBug, testing::ValuesIn(Planted
   for (char c : info.param.flag) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return name;
 });
+
+// §HASH.10 the no-leak control: a port that hashes a packed call's request slots as one sequence (the naive
+// flatten) fails every valid test of serving_v41, and nothing else; no catalogue flag names it, since a flag on
+// every valid test would leave a port that lists them nothing tested.
+TEST(ServingControl, NaiveFlattenFailsEveryValidPackedTest) {
+  if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
+  const fs::path report = Dir() / "naive-flatten.json";
+  Result r = Conform("--vectors " + kVectors + " --suite serving_v41 --suite hash_state --exec \"" + Python() + " " +
+                     kAdapter + " --bug naive-flatten\" --report-json " + report.string());
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  std::map<int64_t, bool> validity;  // tcId -> valid, from the vectors
+  const json vectors = json::parse(Slurp(fs::path(kVectors) / "v1" / "serving_v41.json"));
+  for (const json& g : vectors["testGroups"]) {
+    for (const json& t : g["tests"]) validity[t["tcId"].get<int64_t>()] = t["result"] == "valid";
+  }
+  size_t valid = 0, failed = 0, others = 0;
+  const json doc = json::parse(Slurp(report));
+  for (const json& t : doc["results"]) {
+    if (t["suite"] != "serving_v41") {
+      others += t["status"] == "pass";
+      EXPECT_EQ(t["status"], "pass") << t.dump();
+      continue;
+    }
+    const bool is_valid = validity.at(t["tcId"].get<int64_t>());
+    valid += is_valid;
+    failed += t["status"] == "fail";
+    EXPECT_EQ(t["status"], is_valid ? "fail" : "pass") << t.dump();
+  }
+  EXPECT_GT(valid, 20u);
+  EXPECT_EQ(failed, valid);
+  EXPECT_GT(others, 0u);
+}
+
+// §CONF.4, §HASH.10 A packed call's failure names where it broke: the request, its boundaries, the slot and its
+// position, the boundary a window crossed; a state's failure names its request and the padding after it.
+TEST(ServingFailures, NameTheRequestTheSlotAndTheBoundary) {
+  if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
+  auto details = [&](const std::string& bug) {
+    const fs::path report = Dir() / ("serving-" + bug + ".json");
+    Conform("--vectors " + kVectors + " --suite serving_v41 --exec \"" + Python() + " " + kAdapter + " --bug " + bug +
+            "\" --report-json " + report.string());
+    std::string all;
+    const json doc = json::parse(Slurp(report));  // kept alive for the loop
+    for (const json& t : doc["results"]) {
+      if (t["status"] == "fail") all += t["detail"].get<std::string>() + "\n";
+    }
+    return all;
+  };
+  const std::string leak = details("cross-request-leak");
+  EXPECT_THAT(leak, HasSubstr("where: slot "));
+  EXPECT_THAT(leak, testing::ContainsRegex("is request [0-9]+ \\(its boundaries cuSeqlens\\[[0-9]+\\] = [0-9]+ and "
+                                           "cuSeqlens\\[[0-9]+\\] = [0-9]+: slots [0-9]+ \\.\\.\\. [0-9]+\\)'s slot "
+                                           "[0-9]+ at position [0-9]+; its window"));
+  EXPECT_THAT(leak, HasSubstr("reaches across the request's first boundary into its state before the call"));
+  const std::string padding = details("padding-writes-state");
+  EXPECT_THAT(padding, HasSubstr("where: the state after the call of request "));
+  EXPECT_THAT(padding, HasSubstr("padding slot(s) after cuSeqlens["));
+  EXPECT_THAT(padding, HasSubstr("where: no request slot writes cache slot"));
+  EXPECT_THAT(details("rejected-drafts-kept"), HasSubstr("only its accepted path may enter it"));
+}
 
 // The example adapter shows a partial port: --claim one suite and --profiles
 // one profile skip everything else ("not claimed", in every suite, LayoutTest's

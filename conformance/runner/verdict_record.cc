@@ -15,7 +15,7 @@ using json = nlohmann::ordered_json;
 
 const std::vector<Level>& ConformanceLevels() {
   // §CONF.8 Each level is the suites (and profiles) a kind of port
-  // implements; the full levels include the hash levels.
+  // implements; the full and serving levels include the hash levels.
   static const std::vector<Level> levels = {
       {"v4.1-hash",
        "the v4.1 hash: multipliers, prime layout, row ids of compressed ids, the per-sequence state and its hand-off",
@@ -33,6 +33,10 @@ const std::vector<Level>& ConformanceLevels() {
         {"tp_shard", "*"},
         {"gate_v41", "v4.1"},
         {"engram_forward", "v4.1"}}},
+      {"v4.1-serving",
+       "v4.1-hash, and the packed calls of a serving engine: requests in one buffer, padding, speculative drafts, "
+       "the states in every engine-native encoding",
+       {{"multipliers", "*"}, {"layout", "*"}, {"hash_v41", "v4.1"}, {"hash_state", "v4.1"}, {"serving_v41", "v4.1"}}},
       {"demo-hash",
        "the demo-v1 hash: multipliers, prime layout, row ids, the per-sequence state and its hand-off",
        {{"multipliers", "*"}, {"layout", "*"}, {"hash_demo", "demo-v1"}, {"hash_state", "demo-v1"}}},

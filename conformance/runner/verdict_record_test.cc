@@ -48,7 +48,7 @@ TEST(VerdictRecord, TheReferencePluginReachesEveryLevel) {
   EXPECT_EQ(record["run"]["random"]["seedDrawn"], true);
   EXPECT_EQ(record["run"]["random"]["suites"]["hash_v41"]["drawn"], 100);
   EXPECT_EQ(record["ok"], true);
-  EXPECT_EQ(record["levelsReached"], json::parse(R"(["v4.1-hash", "v4.1-full", "demo-hash", "demo-full"])"));
+  EXPECT_EQ(record["levelsReached"], json::parse(R"(["v4.1-hash", "v4.1-full", "v4.1-serving", "demo-hash", "demo-full"])"));
   for (const json& l : record["levels"]) EXPECT_EQ(l["reasons"], json::array()) << l.dump();
   const json hash_v41 = json::parse(Slurp(kVectors + "/v1/hash_v41.json"));
   EXPECT_EQ(record["specVersion"], hash_v41["specVersion"]);
@@ -166,7 +166,7 @@ TEST(VerdictRecord, TheMergeOfShardsWritesTheRecordAndJudgesTheLevels) {
   const int status = std::system(cmd.c_str());
   EXPECT_EQ(WEXITSTATUS(status), 0) << Slurp(out);
   const json record = json::parse(Slurp(path));
-  EXPECT_EQ(record["levelsReached"], json::parse(R"(["v4.1-hash", "v4.1-full", "demo-hash", "demo-full"])")) << Slurp(out);
+  EXPECT_EQ(record["levelsReached"], json::parse(R"(["v4.1-hash", "v4.1-full", "v4.1-serving", "demo-hash", "demo-full"])")) << Slurp(out);
   EXPECT_EQ(record["run"]["random"]["shardSeeds"].size(), 2u);
   EXPECT_EQ(record["suites"]["hash_v41"]["passed"].dump(), TestsIn("hash_v41"));
 }

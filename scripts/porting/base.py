@@ -22,7 +22,7 @@ HEX = re.compile(r"^[0-9a-f]*$")
 
 # Suites in the order the reference is written; the runner itself goes through them by name.
 SUITES = ["multipliers", "layout", "hash_v41", "hash_demo", "hash_state", "accumulated", "token_map", "fp8_decode",
-          "table_lookup", "tp_shard", "gate_v41", "gate_demo", "short_conv_demo", "engram_forward"]
+          "table_lookup", "tp_shard", "gate_v41", "gate_demo", "short_conv_demo", "engram_forward", "serving_v41"]
 
 
 def load_json(path):

@@ -3,6 +3,7 @@ tables show, the function that computes it from a test) and its facts (the text,
 it), and the conditions the schemas' x-condition annotations name. The texts of the keys themselves are in
 the schemas (porting/schema_model.py reads them)."""
 from porting.facts import (fact_binary_history, fact_conv_layout, fact_conv_state_replay, fact_demo_forward_params,  # noqa: F401
+                           fact_packed_boundaries, fact_packed_positions, fact_packed_states, fact_draft_tree,
                            fact_demo_linear_layout, fact_forward_wkv_layout, fact_hash_trace_shapes,
                            fact_head_ranges, fact_offsets_prefix_sums, fact_packed_offsets,
                            fact_rollbacks_mandatory, fact_row_shards, fact_rows_are_residues_plus_offsets,
@@ -49,6 +50,12 @@ CONDITIONS = {
     "bf16 tests": lambda x, k: "weightCodes" not in x.t,
     "fp8 tests": lambda x, k: "weight" not in x.t,
     "valid fp8 tests": lambda x, k: "weight" not in x.t,
+    "encoding `engram`": lambda x, k: x.t["encoding"] == "engram",
+    "encoding `vllm`": lambda x, k: x.t["encoding"] == "vllm",
+    "encoding `onnxruntime`": lambda x, k: x.t["encoding"] == "onnxruntime",
+    "encoding `sglang`": lambda x, k: x.t["encoding"] == "sglang",
+    "encoding `slotCache`": lambda x, k: x.t["encoding"] == "slotCache",
+    "encodings `vllm`, `slotCache`": lambda x, k: x.t["encoding"] in ("vllm", "slotCache"),
     "v4.1": lambda x, k: x.profile == "v4.1",
     "demo-v1": lambda x, k: x.profile == "demo-v1",
 }
@@ -196,6 +203,26 @@ CODE = {
                 "wkvWeightScales[(n div 32)·(C·hd/32) + k div 32] applied to `intermediate.e` points the same way as "
                 "`intermediate.kvRef64` (cosine > 0.99; e is fp8-quantized on the way, §FUS.2.1)",
                 fact_forward_wkv_layout)]),
+    "PackedBatchTest": dict(
+        dims=dict(HASH_DIMS, T=("len(ids): the slots, padding included", lambda x: len(x.t["ids"])),
+                  B=("len(cuSeqlens) − 1: the requests", lambda x: len(x.t["cuSeqlens"]) - 1),
+                  N=("cuSeqlens[B]: the request slots", lambda x: x.t["cuSeqlens"][-1]),
+                  W=("the table's width: the largest P + n of a request", lambda x: len(x.t["tokenTable"][0])),
+                  S=("the slot cache's slots", lambda x: len(x.t["slotCache"]))),
+        facts=[("cuSeqlens starts at 0 and never decreases, and cuSeqlens[B] ≤ T; the slots from cuSeqlens[B] on "
+                "are padding, at position 0 (valid tests)", fact_packed_boundaries),
+               ("positions[cuSeqlens[r] + j] = P + j, P the request's position before the call (historyIn[r].position "
+                "in `engram`)", fact_packed_positions),
+               ("in `engram`, historyOut[r] is at P + n (n the request's slots) and holds the last min(P + n, M − 1) "
+                "ids of historyIn[r].history then the request's slots; in `onnxruntime`, presentIds[r] is the last "
+                "M − 1 of pastIds[r] then the slots (padding never enters it)", fact_packed_states)]),
+    "DraftTreeTest": dict(
+        dims=dict(HASH_DIMS, T=("len(ids)", lambda x: len(x.t["ids"])),
+                  B=("len(cuSeqlens) − 1: the requests", lambda x: len(x.t["cuSeqlens"]) - 1),
+                  N=("cuSeqlens[B] = T", lambda x: x.t["cuSeqlens"][-1])),
+        facts=[("each parent is −1 or an earlier draft of its request, each position is P + the draft's depth, and "
+                "accepted[r] is a path from a draft of parent −1; in `engram`, historyOut[r] holds historyIn[r] then "
+                "the accepted drafts' ids (the rejected ones never)", fact_draft_tree)]),
     "AccumulatedHashTest": dict(
         dims=HASH_DIMS,
         facts=[]),

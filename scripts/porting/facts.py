@@ -469,3 +469,65 @@ def fact_forward_wkv_layout(x):
         if norm == 0 or dot / norm < 0.99:
             return False
     return True
+
+
+def requests_of(x):
+    cu = x.t["cuSeqlens"]
+    return [list(range(cu[r], cu[r + 1])) for r in range(len(cu) - 1)]
+
+
+def fact_packed_boundaries(x):
+    cu, t = x.t["cuSeqlens"], x.t["ids"]
+    if cu[0] != 0 or any(b < a for a, b in zip(cu, cu[1:])) or cu[-1] > len(t):
+        return False
+    return all(x.t["positions"][s] == 0 for s in range(cu[-1], len(t)))
+
+
+def fact_packed_positions(x):
+    for r, slots in enumerate(requests_of(x)):
+        if not slots:
+            continue
+        p = x.t["historyIn"][r]["position"] if x.t["encoding"] == "engram" else x.t["positions"][slots[0]]
+        if [x.t["positions"][s] for s in slots] != list(range(p, p + len(slots))):
+            return False
+    return True
+
+
+def fact_packed_states(x):
+    m = hash_dims(x)["M"]
+    for r, slots in enumerate(requests_of(x)):
+        ids = [x.t["ids"][s] for s in slots]
+        if x.t["encoding"] == "engram":
+            h, o = x.t["historyIn"][r], x.t["historyOut"][r]
+            if o["position"] != h["position"] + len(ids) or o["history"] != last(h["history"] + ids, min(o["position"], m - 1)):
+                return False
+        elif x.t["encoding"] == "onnxruntime":
+            if x.t["presentIds"][r] != last(x.t["pastIds"][r] + ids, m - 1):
+                return False
+    return True
+
+
+def fact_draft_tree(x):
+    m = hash_dims(x)["M"]
+    for r, slots in enumerate(requests_of(x)):
+        par = [x.t["parents"][s] for s in slots]
+        depth = []
+        for j, p in enumerate(par):
+            if not -1 <= p < j:
+                return False
+            depth.append(0 if p < 0 else depth[p] + 1)
+        p0 = x.t["historyIn"][r]["position"] if x.t["encoding"] == "engram" else (
+            x.t["positions"][slots[0]] if slots else 0)
+        if [x.t["positions"][s] for s in slots] != [p0 + d for d in depth]:
+            return False
+        prev = -1
+        for a in x.t["accepted"][r]:
+            if not (0 <= a < len(slots) and par[a] == prev):
+                return False
+            prev = a
+        if x.t["encoding"] == "engram":
+            h, o = x.t["historyIn"][r], x.t["historyOut"][r]
+            kept = [x.t["ids"][slots[a]] for a in x.t["accepted"][r]]
+            if o["position"] != h["position"] + len(kept) or o["history"] != last(h["history"] + kept, min(o["position"], m - 1)):
+                return False
+    return True

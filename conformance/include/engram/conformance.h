@@ -34,11 +34,12 @@ extern "C" {
  * 0: configuration, layout, hashing, element decode, contract. 1 adds the entry points marked "ABI 1.1" (tables,
  * tensor parallelism, token map, gates, wkv, ShortConv, forward); 2 adds "ABI 1.2" (engram_token_map_compress, the
  * raw ids of TokenLookupTest, §HASH.1); 3 adds "ABI 1.3" (engram_conv_state_*: ShortConv carried across calls,
- * §FUS.12). Every entry point except
+ * §FUS.12); 4 adds "ABI 1.4" (engram_hash_packed: the packed calls and speculative
+ * drafts of suite serving_v41, §HASH.10-§HASH.12). Every entry point except
  * engram_conformance_info() is optional: the plug-in host looks each one up by name (`dlsym`), so a library built
  * against level 0 still loads and its suites run; the tests that need an entry point it lacks are `skipped`.
  */
-#define ENGRAM_CONFORMANCE_ABI_MINOR 3
+#define ENGRAM_CONFORMANCE_ABI_MINOR 4
 
 /** What an implementation is and what it claims (spec §CONF.2 handshake). */
 typedef struct engram_conformance_info_t {
@@ -137,6 +138,49 @@ size_t engram_hasher_history(const engram_hasher* hasher, int64_t* ids);
  */
 int engram_hasher_import(engram_hasher* hasher, int64_t position, const int64_t* ids, size_t count,
                          const char* layout_fingerprint, char* err, size_t err_len);
+
+/**
+ * ABI 1.4 (§HASH.10-§HASH.12). One call of a serving engine: `requests` requests packed into a flat buffer of
+ * `slots` compressed ids (DEAD = −1), request r owning slots [cu_seqlens[r], cu_seqlens[r + 1]) and the slots from
+ * cu_seqlens[requests] on being padding (never consumed, never read). Every request continues its own state, a
+ * §HASH.9 history: `history_positions[r]`, `history_counts[r]` = min(position, max_ngram − 1) and its ids, oldest
+ * first, in `history_ids[r · (max_ngram − 1) ...]`. `positions` gives each slot's absolute position. With
+ * `parents` (§HASH.11) the request slots are drafts: each one's parent is −1 (the committed state) or an earlier
+ * draft of its request (its index within the request), and `accepted` gives per request the committed path
+ * (indices within the request; request r's are accepted[accepted_offsets[r] ... accepted_offsets[r + 1]]).
+ */
+typedef struct engram_packed_call_t {
+  const int64_t* ids;               /**< `slots` compressed ids, DEAD = −1 */
+  size_t slots;                     /**< T */
+  const int64_t* cu_seqlens;        /**< `requests` + 1 boundaries */
+  size_t requests;                  /**< B */
+  const int64_t* positions;         /**< `slots` absolute positions (padding: any) */
+  const int64_t* history_positions; /**< B positions before the call */
+  const size_t* history_counts;     /**< B counts, each min(position, max_ngram − 1) */
+  const int64_t* history_ids;       /**< B · (max_ngram − 1) ids, request r's first history_counts[r] at r · (max_ngram − 1) */
+  const int64_t* parents;           /**< NULL, or `slots` parents (drafts, §HASH.11) */
+  const int64_t* accepted;          /**< with `parents`: the accepted paths, request after request */
+  const size_t* accepted_offsets;   /**< with `parents`: B + 1 offsets into `accepted` */
+} engram_packed_call_t;
+
+/** ABI 1.4. What a packed call gives; arrays caller-allocated. */
+typedef struct engram_packed_result_t {
+  int64_t* rows;               /**< cu_seqlens[B] · layers · columns rows, [slot][layer][column] (§HASH.4) */
+  size_t rows_len;             /**< its capacity in values */
+  int64_t* history_positions;  /**< B positions after the call */
+  size_t* history_counts;      /**< B counts */
+  int64_t* history_ids;        /**< B · (max_ngram − 1) ids, as in the call */
+} engram_packed_result_t;
+
+/**
+ * ABI 1.4 (§HASH.10-§HASH.12). Hashes a packed call. Refuses (the message naming the boundary, request, slot or
+ * value) what §HASH.10 item 1, §HASH.9 and §HASH.11 refuse: boundaries that do not start at 0, decrease or pass
+ * the buffer, an id or a history outside §HASH.1 / §HASH.9, a parent or an accepted path that is not one, and a
+ * capacity that is too small. A library that resets at a position restarting at 0 (the policy `segment-reset`,
+ * §HASH.12) does so here; `engram conform --features segment-reset` declares it.
+ */
+int engram_hash_packed(const engram_layout* layout, const engram_packed_call_t* call, engram_packed_result_t* result,
+                       char* err, size_t err_len);
 
 /* ---------------------------------------------------------------- §STO table rows */
 
