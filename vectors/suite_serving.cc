@@ -238,6 +238,61 @@ void AddInvalid(SuiteBuilder& b, size_t g, const Layout& layout, ServingCase c, 
   b.Test(g, comment + " (" + encoding + ")", {flag}, {ref}, fields);
 }
 
+// The DraftTreeTest group (§HASH.11): its cases continue the packed group's draws, so the vectors keep their bytes.
+void AddDraftGroup(SuiteBuilder& b, const ServingGroupSpec& gs, const EngramConfig& cfg, const Layout& layout, Draw& d,
+                   uint64_t cache_seed) {
+  const int m = layout.max_ngram;
+  const std::vector<std::string> draft_encodings = {"engram", "vllm", "onnxruntime"};
+  const size_t dg = b.Group({{"type", "DraftTreeTest"},
+                             {"comment", gs.comment},
+                             {"profile", "v4.1"},
+                             {"config", gs.config},
+                             {"compressedVocabSize", gs.v},
+                             {"compressedPad", gs.pad},
+                             {"layers", LayersJson(layout)},
+                             {"layoutFingerprint", LayoutFingerprint(layout)}});
+  {
+    Request a = d.At(14, m, 4, {0}, {});
+    a.parents = {-1, 0, 1, 2};
+    a.accepted = {0, 1};
+    Request c = d.At(3, m, 3, {}, {1});
+    c.parents = {-1, 0, 1};
+    c.accepted = {};
+    Request e = d.At(8, m, 2);
+    e.parents = {-1, 0};
+    e.accepted = {0, 1};
+    AddCase(b, dg, layout, cfg.seed, Lay(layout, "DraftTreeTest", {a, c, e}, {}, {}),
+            "linear drafts of 4, 3 and 2 tokens: 2, none and all accepted",
+            {"LinearDraft", "MidSequence", "DeadInHistory"}, {"§HASH.11"}, draft_encodings, cache_seed + 5);
+  }
+  {
+    // A tree: root 0 with children 1 and 2, 3 under 2, 4 under 1, 5 a second root; the accepted branch 0, 2, 3.
+    Request a = d.At(25, m, 6, {}, {4});
+    a.parents = {-1, 0, 0, 2, 1, -1};
+    a.accepted = {0, 2, 3};
+    Request c = d.At(2, m, 3);
+    c.parents = {-1, -1, 1};
+    c.accepted = {1};
+    AddCase(b, dg, layout, cfg.seed, Lay(layout, "DraftTreeTest", {a, c}, {}, {}),
+            "tree drafts (two roots, siblings at one position): the accepted branch is one path",
+            {"TreeDraft", "MidSequence", "ShortHistory", "DeadInHistory"}, {"§HASH.11"}, draft_encodings,
+            cache_seed + 6);
+  }
+  {
+    Request a = d.At(6, m, 3);
+    a.parents = {-1, 0, 0};
+    a.accepted = {0, 1};
+    ServingCase c = Lay(layout, "DraftTreeTest", {a}, {}, {});
+    c.call.parents[1] = 2;
+    AddInvalid(b, dg, layout, c, "engram", "a draft whose parent comes after it", "BadDraft", "§HASH.11", cache_seed);
+    c.call.parents[1] = 0;
+    c.call.accepted = {{1, 2}};
+    for (const char* e : {"engram", "vllm"}) {
+      AddInvalid(b, dg, layout, c, e, "an accepted list of two siblings, not a path", "BadDraft", "§HASH.11", cache_seed);
+    }
+  }
+}
+
 void AddGroup(SuiteBuilder& b, const ServingGroupSpec& gs, size_t index) {
   const EngramConfig cfg = ParseConfig(nlohmann::json::parse(gs.config.dump()), "config", Profile::kV41);
   const Layout layout = BuildLayout(cfg, gs.v, gs.pad);
@@ -353,55 +408,7 @@ void AddGroup(SuiteBuilder& b, const ServingGroupSpec& gs, size_t index) {
     c.history_under[1].back() = gs.v;
     AddInvalid(b, g, layout, c, e, "request 1's history holding V", "BadId", "§HASH.10", cache_seed);
   }
-  const std::vector<std::string> draft_encodings = {"engram", "vllm", "onnxruntime"};
-  const size_t dg = b.Group({{"type", "DraftTreeTest"},
-                             {"comment", gs.comment},
-                             {"profile", "v4.1"},
-                             {"config", gs.config},
-                             {"compressedVocabSize", gs.v},
-                             {"compressedPad", gs.pad},
-                             {"layers", LayersJson(layout)},
-                             {"layoutFingerprint", LayoutFingerprint(layout)}});
-  {
-    Request a = d.At(14, m, 4, {0}, {});
-    a.parents = {-1, 0, 1, 2};
-    a.accepted = {0, 1};
-    Request c = d.At(3, m, 3, {}, {1});
-    c.parents = {-1, 0, 1};
-    c.accepted = {};
-    Request e = d.At(8, m, 2);
-    e.parents = {-1, 0};
-    e.accepted = {0, 1};
-    AddCase(b, dg, layout, cfg.seed, Lay(layout, "DraftTreeTest", {a, c, e}, {}, {}),
-            "linear drafts of 4, 3 and 2 tokens: 2, none and all accepted",
-            {"LinearDraft", "MidSequence", "DeadInHistory"}, {"§HASH.11"}, draft_encodings, cache_seed + 5);
-  }
-  {
-    // A tree: root 0 with children 1 and 2, 3 under 2, 4 under 1, 5 a second root; the accepted branch 0, 2, 3.
-    Request a = d.At(25, m, 6, {}, {4});
-    a.parents = {-1, 0, 0, 2, 1, -1};
-    a.accepted = {0, 2, 3};
-    Request c = d.At(2, m, 3);
-    c.parents = {-1, -1, 1};
-    c.accepted = {1};
-    AddCase(b, dg, layout, cfg.seed, Lay(layout, "DraftTreeTest", {a, c}, {}, {}),
-            "tree drafts (two roots, siblings at one position): the accepted branch is one path",
-            {"TreeDraft", "MidSequence", "ShortHistory", "DeadInHistory"}, {"§HASH.11"}, draft_encodings,
-            cache_seed + 6);
-  }
-  {
-    Request a = d.At(6, m, 3);
-    a.parents = {-1, 0, 0};
-    a.accepted = {0, 1};
-    ServingCase c = Lay(layout, "DraftTreeTest", {a}, {}, {});
-    c.call.parents[1] = 2;
-    AddInvalid(b, dg, layout, c, "engram", "a draft whose parent comes after it", "BadDraft", "§HASH.11", cache_seed);
-    c.call.parents[1] = 0;
-    c.call.accepted = {{1, 2}};
-    for (const char* e : {"engram", "vllm"}) {
-      AddInvalid(b, dg, layout, c, e, "an accepted list of two siblings, not a path", "BadDraft", "§HASH.11", cache_seed);
-    }
-  }
+  AddDraftGroup(b, gs, cfg, layout, d, cache_seed);
 }
 
 ojson GenerateServing() {
