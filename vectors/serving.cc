@@ -254,7 +254,7 @@ bool EncodingCarries(const std::string& encoding, const ServingCase& c) {
 }
 
 void LaySlotCache(const Layout& layout, ServingCase& c, uint64_t seed) {
-  SplitMix64 rng(seed);
+  SplitMix64 rng{seed};
   const PackedCall& call = c.call;
   c.block_size = 2 + static_cast<int64_t>(rng.Next() % 3);
   const size_t padding = call.ids.size() - static_cast<size_t>(call.cu_seqlens.back());
