@@ -2,7 +2,8 @@
 # The Python package (docs/python.md): its wheel built once and installed into a venv, then the package's own
 # tests (python/tests: the plugin, the API and its argument checks, python -m engram_conformance, in-process results equal to
 # the CLI on every committed vector, random_cases equal to `engram vectors random`), the examples
-# (examples/python) and the held-out argument probes (scripts/python_probes.py). Where the system Python has
+# (examples/python) and the held-out argument probes (scripts/python_probes.py); and the committed type stub
+# (python/engram_conformance/_core.pyi) is nanobind.stubgen's output for the module built. Where the system Python has
 # torch (Debian's python3-torch), the torch tests run with it as well; elsewhere they are skipped, saying so.
 #
 #   scripts/test_python.sh [ENGRAM_CLI]     (default build/release/conformance/engram)
@@ -18,11 +19,14 @@ pip_q=(--quiet --disable-pip-version-check)
 # The venvs and their requirements are kept between runs (creating them took 35-60 s of pip); the package is
 # reinstalled from this tree's wheel every time. The build requirements live in the venv (--no-build-isolation),
 # so that nanobind's sources lie at the same path in every run.
+# nanobind is pinned: its stub generator wrote python/engram_conformance/_core.pyi, which is checked below.
 venv=build/python-venv
-if ! "$venv/bin/python" -c "import pytest, numpy, scikit_build_core, nanobind" 2>/dev/null; then
+nanobind_version=3.1.0
+if ! "$venv/bin/python" -c "import pytest, numpy, scikit_build_core, nanobind
+assert nanobind.__version__ == '$nanobind_version'" 2>/dev/null; then
   rm -rf "$venv"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install "${pip_q[@]}" pytest numpy scikit-build-core nanobind
+  "$venv/bin/pip" install "${pip_q[@]}" pytest numpy scikit-build-core "nanobind==$nanobind_version"
 fi
 deps=$(date +%s)
 # The release build's C++ compiler, by the same name: ccache keys an object on the compiler's name too (c++ and
@@ -33,8 +37,17 @@ rm -rf build/python-dist
 CXX="${CXX:-${cxx:-c++}}" "$venv/bin/pip" wheel "${pip_q[@]}" --no-build-isolation --no-deps -w build/python-dist .
 wheel=$(ls build/python-dist/engram_conformance-*.whl)
 "$venv/bin/pip" install "${pip_q[@]}" --force-reinstall --no-deps "$wheel"
+# The committed stub is what nanobind's stub generator gives for the module just built (python/CMakeLists.txt
+# target _core_stub, in the wheel's build tree build/python-<wheel tag>).
+tree="build/python-$(basename "$wheel" .whl | cut -d- -f3-)"
+cmake --build "$tree" --target _core_stub > build/python-stub.log || { cat build/python-stub.log; exit 1; }
+if ! diff -u python/engram_conformance/_core.pyi "$tree/python/_core.pyi"; then
+  echo "python: python/engram_conformance/_core.pyi is not what nanobind.stubgen gives; to take the generated one:"
+  echo "  cp $tree/python/_core.pyi python/engram_conformance/_core.pyi"
+  exit 1
+fi
 built=$(date +%s)
-echo "python: venv $((deps - start)) s, wheel built and installed $((built - deps)) s ($(du -k "$wheel" | cut -f1) KiB)"
+echo "python: venv $((deps - start)) s, wheel built and installed, stub checked $((built - deps)) s ($(du -k "$wheel" | cut -f1) KiB)"
 # Run from outside the source tree, so that `import engram_conformance` is the installed package.
 (cd build && ENGRAM_CLI="$cli" "$root/$venv/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests" \
   "$root/examples/python")
