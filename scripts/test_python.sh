@@ -46,6 +46,13 @@ if ! diff -u python/engram_conformance/_core.pyi "$tree/python/_core.pyi"; then
   echo "  cp $tree/python/_core.pyi python/engram_conformance/_core.pyi"
   exit 1
 fi
+# The libraries' functions stay local to the module (python/CMakeLists.txt, --exclude-libs): an exported one is
+# called through the PLT, as the hash's DivisionFreeMod::Mod is once per column (docs/python.md, "Performance").
+exported=$(nm -D --defined-only "$tree"/python/_core.*.so | grep -Ec ' _ZNK?6engram' || true)
+if [ "$exported" != 0 ]; then
+  echo "python: the module exports $exported functions of namespace engram (python/CMakeLists.txt --exclude-libs)"
+  exit 1
+fi
 built=$(date +%s)
 echo "python: venv $((deps - start)) s, wheel built and installed, stub checked $((built - deps)) s ($(du -k "$wheel" | cut -f1) KiB)"
 # Run from outside the source tree, so that `import engram_conformance` is the installed package.
