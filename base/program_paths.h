@@ -5,8 +5,8 @@
 // Why not the absolute paths as macros (-DENGRAM_SOURCE_DIR="/home/me/engram")?
 // Then every checkout compiles different object files, and a compiler cache
 // (ccache, which scripts/setup.sh installs) can never reuse one checkout's
-// objects for another: a fresh clone would compile the test suites again
-// (#18). CMake passes each path relative to the test program's own directory
+// objects for another: a fresh clone would compile the test suites again.
+// CMake passes each path relative to the test program's own directory
 // instead (ENGRAM_SOURCE_DIR_REL, ...; the same in every checkout), and the
 // program resolves it against where it runs from (/proc/self/exe).
 #ifndef ENGRAM_BASE_PROGRAM_PATHS_H_

@@ -5,7 +5,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 preset=${1:-release}
 cd "$root"
 # The presets generate Ninja files (CMakePresets.json). A build tree an earlier checkout configured with
-# another generator (Unix Makefiles, before #32) cannot be reconfigured in place: its cache is removed and
+# another generator (Unix Makefiles, as older checkouts did) cannot be reconfigured in place: its cache is removed and
 # the tree configured afresh (ccache still holds its objects).
 cache=build/$preset/CMakeCache.txt
 if [ -f "$cache" ] && ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$cache"; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A port's own unit-test fixtures, checked through the `engram` command line (issue 29 item 5).
+"""A port's own unit-test fixtures, checked through the `engram` command line.
 
 The literal constants of a port's tests are read from a checkout the user names (nothing of them is copied
 into this repository), handed to `engram layout` / `engram hash` with an explicit layout where the test

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The random-case checks of issue 28 (ctest random_checks.*; spec/conformance.md §CONF.7):
+# The random-case checks of the docs' statements (ctest random_checks.*; spec/conformance.md §CONF.7):
 #   random_checks.sh facts   ENGRAM            docs/porting.md's per-type statements and facts on random
 #                                              cases of every suite with a generator (scripts/random_facts.py)
 #   random_checks.sh adapter ENGRAM            the example adapter (conformance/examples/numpy_adapter.py)

@@ -84,8 +84,8 @@ if [ -n "$quick" ]; then
 fi
 # The sanitizer build starts now, in the background at the lowest priority (nice 19), and the stages up to
 # the sanitizer one run beside it: most of them keep one core or less busy (the vector checks, Slurm, the
-# docs, packaging, pip), and a niced compile takes only the CPU they leave (#32 item 7: the two builds are
-# half of a run from an empty compiler cache). Its stage then waits for it and prints its log.
+# docs, packaging, pip), and a niced compile takes only the CPU they leave (docs/ci.md). Its stage then
+# waits for it and prints its log.
 asan_log=build/asan-build.log asan_rc=build/asan-build.rc asan_pid=""
 mkdir -p build
 rm -f "$asan_rc"
@@ -135,12 +135,12 @@ echo "vectors: verified, schema-valid (reproduced byte for byte: ctest CliVector
 
 stage slurm "slurm: a real single-node Slurm runs engram conform as a job array of 4 shards, merged and compared (§CONF.9)"
 # munged, slurmctld and slurmd in the foreground under the script, stopped and removed after it; a Slurm
-# that cannot start here fails the stage (issue 31 budget: at most 90 s with the shard/merge ctest tests).
+# that cannot start here fails the stage.
 slurm_t0=$(date +%s)
 scripts/slurm_stage.sh
 echo "slurm: stage took $(( $(date +%s) - slurm_t0 )) s"
 # The sharded benchmark, small: 2 shards against one process, merged and compared, and the merge of
-# synthetic shard reports (scripts/bench_shard_reports.py), so that the benchmark of issue 31 does not rot.
+# synthetic shard reports (scripts/bench_shard_reports.py), so that the sharding benchmark does not rot.
 ENGRAM_BIN="$engram" scripts/bench_random.sh --shards 2 40 --merge-results 200
 
 stage docs "docs: Doxygen (warnings are errors), offline (no external fetch), snippets ran in ctest, relative links"

@@ -357,7 +357,7 @@ void AddV41GateCancellationTests(SuiteBuilder& b) {
   // stream 0 is 1 - 2 * gate: -0.0005 with copysign's gate, 0 with sign()'s
   // 0.5. Since §FUS.9.1 judges out over every gate the gate's tolerance allows
   // (gateSlope allows sigmoid(-0.001) at dot = +0), out no longer tells the two
-  // apart here and SignedZeroCopysign is not on these tests (#28 item 12); the
+  // apart here and SignedZeroCopysign is not on these tests; the
   // GateFunctionTests at dot = +-0 still carry it.
   for (double eps : {1e-20, 1e-6}) {
     ojson cg = V41GateGroup(
@@ -375,7 +375,7 @@ void AddV41GateCancellationTests(SuiteBuilder& b) {
             {"§FUS.3", "§FUS.4"}, in);
   }
 
-  // V41GateTest, appended (#28 item 12): out = h + gate * v cancels. h = 0.5,
+  // V41GateTest, appended: out = h + gate * v cancels. h = 0.5,
   // v = -0.5 everywhere, key = 1, kWeight = 1, qWeight = (32, 19, ..., 19):
   // dot = (32 + 63 * 19) / 8 = 153.625 exactly in every order, and the gate
   // sigmoid(sqrt(dot)) = 0x1.ffff750c95067p-1 in float64 rounds to

@@ -1,4 +1,4 @@
-// Ports' own fixtures through the `engram` command line (issue 29 item 5):
+// Ports' own fixtures through the `engram` command line:
 // explicit layouts, foreign token maps that take V from the configuration,
 // hash --rollback, float32 gates and a port's own float32 forward. Each test
 // names the public fixture it was built for (repository, path, commit); the

@@ -31,7 +31,7 @@ using engram::vectors::RandomSuite;
 using nlohmann::json;
 using testing::HasSubstr;
 
-// §FUS.8 / §FUS.9 measured against real PyTorch (issue 28 items 8-11): the
+// §FUS.8 / §FUS.9 measured against real PyTorch: the
 // demo-v1 arithmetic of the published code run by torch on CPU
 // (conformance/crosscheck/torch_demo_fusion.py) as a port, on random cases of
 // the three demo fusion suites; every failure would be a verdict that the
@@ -121,7 +121,7 @@ TEST(RandomConform, TheReferencePassesAndTheReportNamesTheSeed) {
   EXPECT_THAT(both.out, HasSubstr("random:hash_v41: 20 passed"));
 }
 
-// §CONF.7 A time budget per suite (issue 29: 10,000 cases or 10 minutes,
+// §CONF.7 A time budget per suite (a nightly's budget: N cases or S seconds,
 // whichever comes first): --random 10^8 with one second per suite stops each
 // suite after about a second, says so, counts what it judged, and is OK.
 TEST(RandomConform, ATimeBudgetStopsEachSuiteAndSaysWhere) {
@@ -316,7 +316,7 @@ TEST(RandomConform, TheNumpyAdapterPassesTheHandoffAndTokenMapCases) {
 // passes the fusion cases: their tolerances hold for a port that computes
 // the formulas itself (300 cases of each gate and conv suite; engram_forward,
 // whose Python fp8 GEMM is slow, 40).
-// §HASH.6, §CONF.7 (issue 28 item 3): rollbacks beyond the mandatory depth
+// §HASH.6, §CONF.7: rollbacks beyond the mandatory depth
 // are a policy. A port whose window is exactly rollbackCapacity (it refuses
 // every k > capacity) and one that keeps what the reference keeps both pass
 // the default random cases; only with the feature rollback-retained declared

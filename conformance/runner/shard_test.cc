@@ -284,7 +284,7 @@ TEST(Shards, OneThreeAndSevenShardsMergeToTheSingleRun) {
   }
 }
 
-// Issue 27 left it here: a shard alone is not a verdict on the run.
+// §CONF.9 a shard alone is not a verdict on the run.
 TEST(Shards, ALoneShardReportsItselfPartial) {
   const fs::path report = Dir() / "lone.json";
   const auto r = Conform(kWork + " --shard-index 1 --shard-count 3 --report-json " + report.string());

@@ -156,15 +156,15 @@ def check_fields(key, elem, x, where, probs):
             check_value(f, elem[f.name], y, where + "." + f.name, probs)
 
 
-# Statements found false on random cases where the fault is known and owned by another item of issue 28.
+# Statements found false on random cases where the fault is known and tracked elsewhere.
 # Such a case is counted apart and reported (the count and the first tcIds), never passed silently, and
 # only when its test shows that the problem is that divergence and nothing else: the statement holds
 # under the divergent reading. Remove an entry when its item is fixed (the run then reports the cases
 # as problems until the statement itself is corrected).
 # type -> [(label, regular expression a problem of the test matches, holds under the divergent reading)]
 KNOWN_RANDOM_DIVERGENCES = {
-    # Empty: the three statements found false on random cases (issue 28 items 1, 2 and 4: hand-off positions
-    # P + from, a fork onto an existing name, HeadShardTest's positions) were corrected where they were wrong.
+    # Empty: the three statements found false on random cases (hand-off positions P + from, a fork onto an
+    # existing name, HeadShardTest's positions) were corrected where they were wrong.
 }
 
 
