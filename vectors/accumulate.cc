@@ -9,7 +9,7 @@
 #include "base/splitmix64.h"
 #include "reference/hash.h"
 
-namespace engram::conform {
+namespace engram::vectors {
 namespace {
 
 }  // namespace
@@ -55,4 +55,4 @@ std::string AccumulateHash(bool v41, int64_t compressed_vocab_size, uint64_t see
   return digest.HexDigest();
 }
 
-}  // namespace engram::conform
+}  // namespace engram::vectors

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace engram::conform {
+namespace engram::vectors {
 
 // §CONF.5 The compressed id at position i of the stream.
 int64_t StreamId(bool v41, int64_t compressed_vocab_size, uint64_t seed, uint64_t i);
@@ -20,6 +20,6 @@ int64_t StreamId(bool v41, int64_t compressed_vocab_size, uint64_t seed, uint64_
 std::string AccumulateHash(bool v41, int64_t compressed_vocab_size, uint64_t seed, int64_t n,
                            const std::function<void(const std::vector<int64_t>& ids, std::vector<int64_t>& rows)>& hash_chunk);
 
-}  // namespace engram::conform
+}  // namespace engram::vectors
 
 #endif  // ENGRAM_VECTORS_ACCUMULATE_H_

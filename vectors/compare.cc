@@ -10,17 +10,17 @@
 #include "base/error.h"
 #include "reference/fusion.h"
 
-namespace engram::conform {
+namespace engram::vectors {
 
-using json = nlohmann::ordered_json;
+using ojson = nlohmann::ordered_json;
 
 // §CONF.1 Outputs written for people, never compared (shown on failure).
 bool IsInformative(const std::string& type, const std::string& key) {
   return key == "error" || ((type == "E4M3DecodeTest" || type == "E8M0DecodeTest") && key == "value");
 }
 
-std::string Short(const json& v, size_t max_chars) {
-  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+std::string Short(const ojson& v, size_t max_chars) {
+  std::string s = v.dump(-1, ' ', false, ojson::error_handler_t::replace);
   return s.size() > max_chars ? s.substr(0, max_chars - 3) + "..." : s;
 }
 
@@ -28,7 +28,7 @@ std::string Short(const json& v, size_t max_chars) {
 // §VEC.4 integers are compared as integers: a JSON float never matches an
 // expected integer, however close (5.578117229726147e18 is not
 // 5578117229726147345), and -0 / 1.0 are not integers either.
-std::string FirstDifference(const json& expected, const json& actual, const std::string& path) {
+std::string FirstDifference(const ojson& expected, const ojson& actual, const std::string& path) {
   if (expected.is_array() && actual.is_array()) {
     for (size_t i = 0; i < std::min(expected.size(), actual.size()); ++i) {
       // The common element, an equal integer, is passed over before its path is built.
@@ -103,8 +103,8 @@ size_t HexFloatDigits(const std::string& type, const std::string& key) {
   return 0;
 }
 
-json StripKeys(const json& element, const std::vector<std::string>& keys) {
-  json out = element;
+ojson StripKeys(const ojson& element, const std::vector<std::string>& keys) {
+  ojson out = element;
   for (const std::string& k : keys) out.erase(k);
   return out;
 }
@@ -135,7 +135,7 @@ bool SameHexFloat(const std::string& a, const std::string& b, size_t digits) {
 }
 
 // The first element where hex-float strings (or arrays of them) differ.
-std::string FirstHexDifference(const json& expected, const json& actual, const std::string& path, size_t digits) {
+std::string FirstHexDifference(const ojson& expected, const ojson& actual, const std::string& path, size_t digits) {
   if (expected.is_array()) {
     if (!actual.is_array()) return path + ": expected an array, got " + Short(actual);
     for (size_t i = 0; i < std::min(expected.size(), actual.size()); ++i) {
@@ -164,16 +164,16 @@ std::string FirstHexDifference(const json& expected, const json& actual, const s
 
 // §FUS.9 A float in a vector or an answer: a float.hex() string (also "inf",
 // "nan" and decimal text) or a JSON number. Throws engram::Error.
-double FloatOf(const json& v, const std::string& path) {
+double FloatOf(const ojson& v, const std::string& path) {
   if (v.is_number()) return v.get<double>();
   if (v.is_string()) return ParseFloat(v.get<std::string>(), path);
   throw Error(path + ": " + Short(v) + " is not a number");
 }
 
 // A scalar or (nested) array of floats, flattened in order.
-void Flatten(const json& v, std::vector<json>& out) {
+void Flatten(const ojson& v, std::vector<ojson>& out) {
   if (v.is_array()) {
-    for (const json& e : v) Flatten(e, out);
+    for (const ojson& e : v) Flatten(e, out);
   } else {
     out.push_back(v);
   }
@@ -185,16 +185,16 @@ void Flatten(const json& v, std::vector<json>& out) {
 struct DotRef {
   double r = 0, m = 0, scale = 0;
 };
-std::vector<DotRef> GateDots(const std::string& type, const json& intermediate) {
+std::vector<DotRef> GateDots(const std::string& type, const ojson& intermediate) {
   std::vector<DotRef> out;
-  auto take = [&](const json& stream, const char* key) {
+  auto take = [&](const ojson& stream, const char* key) {
     out.push_back({FloatOf(stream.at("float64").at(key), key), FloatOf(stream.at("float32").at(key), key),
                    FloatOf(stream.at("float64").at("dotScale"), "dotScale")});
   };
   if (type == "V41GateTest" && intermediate.is_array()) {
-    for (const json& s : intermediate) take(s, "dot");
+    for (const ojson& s : intermediate) take(s, "dot");
   } else if (type == "DemoGateTest" && intermediate.is_object() && intermediate.contains("streams")) {
-    for (const json& s : intermediate["streams"]) take(s, "g");
+    for (const ojson& s : intermediate["streams"]) take(s, "g");
   }
   return out;
 }
@@ -207,13 +207,13 @@ std::vector<DotRef> GateDots(const std::string& type, const json& intermediate) 
 // real step the underflow term (|W| (1 + |w|) + 1) 2^-149 (w the channel's norm
 // weight: a rounded product that underflows is off by 2^-150 absolute). Empty
 // when the vector gives no `normed`.
-std::vector<double> ConvTermsBound(const json& group, const json& intermediate) {
+std::vector<double> ConvTermsBound(const ojson& group, const ojson& intermediate) {
   if (!intermediate.is_object() || !intermediate.contains("float64") || !intermediate["float64"].contains("normed")) return {};
   const size_t hc = group.at("hc"), hidden = group.at("hidden"), kernel = group.at("kernel"), dilation = group.at("dilation");
   const size_t channels = hc * hidden;
-  const json& taps = group.at("convWeight");
-  const json& norm_w = group.at("convNormWeight");
-  const json& normed = intermediate["float64"]["normed"];
+  const ojson& taps = group.at("convWeight");
+  const ojson& norm_w = group.at("convNormWeight");
+  const ojson& normed = intermediate["float64"]["normed"];
   if (channels == 0 || kernel == 0 || taps.size() != channels * kernel || norm_w.size() != channels ||
       normed.size() % channels != 0) {
     return {};
@@ -224,7 +224,7 @@ std::vector<double> ConvTermsBound(const json& group, const json& intermediate) 
     // §FUS.12 ShortConvStateTest: the normed value each tap read, window[t][j][ch]
     // (a step of an earlier call, of the imported state, or the padding's +0;
     // every tap counts its underflow term, which only widens the bound).
-    const json& window = intermediate["float64"]["window"];
+    const ojson& window = intermediate["float64"]["window"];
     if (window.size() != normed.size() * kernel) return {};
     std::vector<double> bound(normed.size());
     for (size_t i = 0; i < normed.size(); ++i) {
@@ -259,8 +259,8 @@ std::vector<double> ConvTermsBound(const json& group, const json& intermediate) 
 
 // The float32 mirror's bf16 bits of element i of a faithfulBf16 output, as
 // the bits are reported ("0x4012"), or "?" when the vector gives none.
-std::string MirrorBits(const json& mirror, size_t i) {
-  std::vector<json> flat;
+std::string MirrorBits(const ojson& mirror, size_t i) {
+  std::vector<ojson> flat;
   Flatten(mirror, flat);
   if (i >= flat.size() || !flat[i].is_number_integer()) return "?";
   char hex[8];
@@ -270,7 +270,7 @@ std::string MirrorBits(const json& mirror, size_t i) {
 
 // §CONF.1 "in the shape of r": "" when `y` has the nesting and the lengths
 // of `r` (a scalar where r is a scalar), else where it first does not.
-std::string ShapeDifference(const json& r, const json& y, const std::string& path) {
+std::string ShapeDifference(const ojson& r, const ojson& y, const std::string& path) {
   if (!r.is_array()) return y.is_array() ? path + ": expected one value, got a list of " + std::to_string(y.size()) : "";
   if (!y.is_array()) return path + ": expected a list of " + std::to_string(r.size()) + " values, got " + Short(y);
   if (y.size() != r.size()) return path + ": expected " + std::to_string(r.size()) + " values, got " + std::to_string(y.size());
@@ -284,10 +284,10 @@ std::string ShapeDifference(const json& r, const json& y, const std::string& pat
 // the float64 reference `<key>Ref64` (§FUS.9.1: of any value in
 // [<key>Low64, <key>High64] where the vector gives the interval). Returns ""
 // or a description of the first element outside it.
-std::string CompareFaithfulBf16(const std::string& key, const json& expected, const json& actual) {
+std::string CompareFaithfulBf16(const std::string& key, const ojson& expected, const ojson& actual) {
   if (!expected.contains(key + "Ref64")) return FirstDifference(expected[key], actual, key);
   if (std::string d = ShapeDifference(expected[key], actual, key); !d.empty()) return d;
-  std::vector<json> ref, got, low, high;
+  std::vector<ojson> ref, got, low, high;
   Flatten(expected[key + "Ref64"], ref);
   Flatten(actual, got);
   if (got.size() != ref.size()) {
@@ -330,10 +330,10 @@ std::string CompareFaithfulBf16(const std::string& key, const json& expected, co
 // float32 evaluation of the RMSNorm, γ_(⌈hidden/2⌉+5) |r| + (1 + |w|) 2^-149 (w
 // the channel's convNormWeight: the two rounded products may underflow), on
 // top of a · maxAbsVector. Empty when the group lacks the weights.
-std::vector<double> NormTermsBound(const json& group, const std::vector<double>& r) {
+std::vector<double> NormTermsBound(const ojson& group, const std::vector<double>& r) {
   if (!group.contains("hidden") || !group.contains("convNormWeight")) return {};
   const size_t hidden = group.at("hidden");
-  const json& norm_w = group.at("convNormWeight");
+  const ojson& norm_w = group.at("convNormWeight");
   if (norm_w.empty()) return {};
   const double n_ops = static_cast<double>((hidden + 1) / 2 + 5), u = std::ldexp(1.0, -24);
   const double gamma = n_ops * u / (1 - n_ops * u);
@@ -345,8 +345,8 @@ std::vector<double> NormTermsBound(const json& group, const std::vector<double>&
   return bound;
 }
 
-std::string CompareTolerance(const std::string& type, const json& group, const json& rule, const std::string& key,
-                             const json& expected, const json& actual) {
+std::string CompareTolerance(const std::string& type, const ojson& group, const ojson& rule, const std::string& key,
+                             const ojson& expected, const ojson& actual) {
   if (rule.value("rule", "") == "faithfulBf16") return CompareFaithfulBf16(key, expected, actual);
   if (!rule.contains("k") || !rule.contains("a") || !rule.contains("scale")) {
     return key + ": the group's tolerance rule " + Short(rule) + " is not understood";
@@ -358,9 +358,9 @@ std::string CompareTolerance(const std::string& type, const json& group, const j
   const std::string scale = rule["scale"];
   // An implementation returns its value(s) in the shape of the float64 entry;
   // the vector's own {float64, float32} form is accepted (float64 is read).
-  const json& y_json = actual.is_object() && actual.contains("float64") ? actual["float64"] : actual;
+  const ojson& y_json = actual.is_object() && actual.contains("float64") ? actual["float64"] : actual;
   if (std::string d = ShapeDifference(expected[key]["float64"], y_json, key); !d.empty()) return d;
-  std::vector<json> r_list, m_list, y_list;
+  std::vector<ojson> r_list, m_list, y_list;
   Flatten(expected[key]["float64"], r_list);
   Flatten(expected[key]["float32"], m_list);
   Flatten(y_json, y_list);
@@ -375,7 +375,7 @@ std::string CompareTolerance(const std::string& type, const json& group, const j
   // §FUS.9.1 r widened to [lo, hi] where the vector gives the interval.
   std::vector<double> lo = r, hi = r;
   if (expected.contains(key + "Low64") && expected.contains(key + "High64")) {
-    std::vector<json> lo_list, hi_list;
+    std::vector<ojson> lo_list, hi_list;
     Flatten(expected[key + "Low64"], lo_list);
     Flatten(expected[key + "High64"], hi_list);
     if (lo_list.size() != r.size() || hi_list.size() != r.size()) {
@@ -387,10 +387,10 @@ std::string CompareTolerance(const std::string& type, const json& group, const j
     }
   }
   std::vector<DotRef> dots;
-  if (scale == "gateSlope" || scale == "dotScale") dots = GateDots(type, expected.contains("intermediate") ? expected["intermediate"] : json());
+  if (scale == "gateSlope" || scale == "dotScale") dots = GateDots(type, expected.contains("intermediate") ? expected["intermediate"] : ojson());
   std::vector<double> conv_bound;
   if (scale == "convTerms") {
-    conv_bound = ConvTermsBound(group, expected.contains("intermediate") ? expected["intermediate"] : json());
+    conv_bound = ConvTermsBound(group, expected.contains("intermediate") ? expected["intermediate"] : ojson());
     if (conv_bound.size() != r.size()) return key + ": the vector gives no float64 `normed` of " + std::to_string(r.size()) + " values for convTerms";
   }
   std::vector<double> norm_bound;
@@ -431,7 +431,7 @@ std::string CompareTolerance(const std::string& type, const json& group, const j
     } else if (scale == "gateSlope") {
       double delta = 0;
       if (i < dots.size()) {
-        const json dot_rule = group.value("tolerance", json::object()).value(type == "DemoGateTest" ? "g" : "dot", json::object());
+        const ojson dot_rule = group.value("tolerance", ojson::object()).value(type == "DemoGateTest" ? "g" : "dot", ojson::object());
         const double kd = dot_rule.contains("k") ? FloatOf(dot_rule["k"], "tolerance.k") : 2;
         const double ad = dot_rule.contains("a") ? FloatOf(dot_rule["a"], "tolerance.a") : std::ldexp(1.0, -18);
         const double t = kd * std::fabs(dots[i].m - dots[i].r) + ad * dots[i].scale;
@@ -468,11 +468,11 @@ std::string CompareTolerance(const std::string& type, const json& group, const j
 
 }  // namespace
 
-SplitTest SplitOrdered(const std::string& type, const json& test) {
-  SplitTest out{json::object(), json::object()};
+SplitTest SplitOrdered(const std::string& type, const ojson& test) {
+  SplitTest out{ojson::object(), ojson::object()};
   // Room for every key first: an ordered object's member vector copies (not moves) its values when it grows.
-  out.inputs.get_ref<json::object_t&>().reserve(test.size());
-  out.expected.get_ref<json::object_t&>().reserve(test.size());
+  out.inputs.get_ref<ojson::object_t&>().reserve(test.size());
+  out.expected.get_ref<ojson::object_t&>().reserve(test.size());
   bool after_result = false;
   const std::vector<Nested> nested = NestedOutputs(type);
   for (const auto& [key, value] : test.items()) {
@@ -487,11 +487,11 @@ SplitTest SplitOrdered(const std::string& type, const json& test) {
     }
     if (n != nullptr) {
       // The list is an input with its per-element outputs removed.
-      json stripped = json::array();
-      for (const json& element : value) {
+      ojson stripped = ojson::array();
+      for (const ojson& element : value) {
         if (n->two_levels) {
-          json inner = json::array();
-          for (const json& e : element) inner.push_back(StripKeys(e, n->keys));
+          ojson inner = ojson::array();
+          for (const ojson& e : element) inner.push_back(StripKeys(e, n->keys));
           stripped.push_back(std::move(inner));
         } else {
           stripped.push_back(StripKeys(element, n->keys));
@@ -507,13 +507,13 @@ SplitTest SplitOrdered(const std::string& type, const json& test) {
   return out;
 }
 
-std::string CompareOrdered(const std::string& type, const json& expected, const json& actual) {
-  return CompareOrdered(type, json::object(), expected, actual);
+std::string CompareOrdered(const std::string& type, const ojson& expected, const ojson& actual) {
+  return CompareOrdered(type, ojson::object(), expected, actual);
 }
 
-std::string CompareOrdered(const std::string& type, const json& group, const json& expected, const json& actual) {
+std::string CompareOrdered(const std::string& type, const ojson& group, const ojson& expected, const ojson& actual) {
   const std::vector<Nested> nested = NestedOutputs(type);
-  const json tolerance = group.is_object() ? group.value("tolerance", json::object()) : json::object();
+  const ojson tolerance = group.is_object() ? group.value("tolerance", ojson::object()) : ojson::object();
   for (const auto& [key, value] : expected.items()) {
     if (IsInformative(type, key)) continue;
     // §CONF.1 `<out>Ref64` is the float64 reference a faithfulBf16 output is judged by, not an output.
@@ -544,12 +544,12 @@ std::string CompareOrdered(const std::string& type, const json& group, const jso
       continue;
     }
     // Compare only the per-element output keys.
-    const json& got = actual[key];
+    const ojson& got = actual[key];
     if (!got.is_array() || got.size() != value.size()) {
       return key + ": expected " + std::to_string(value.size()) + " elements, got " + Short(got);
     }
     for (size_t i = 0; i < value.size(); ++i) {
-      auto compare_element = [&](const json& e, const json& a, const std::string& path) -> std::string {
+      auto compare_element = [&](const ojson& e, const ojson& a, const std::string& path) -> std::string {
         for (const std::string& k : n->keys) {
           if (!e.contains(k)) continue;
           if (!a.is_object() || !a.contains(k)) return path + "." + k + ": missing";
@@ -575,4 +575,4 @@ std::string CompareOrdered(const std::string& type, const json& group, const jso
 }
 
 
-}  // namespace engram::conform
+}  // namespace engram::vectors

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace engram::conform {
+namespace engram::vectors {
 
 // §CONF.1 The keys an implementation must produce for `test` (the expected
 // outputs), and `test` with them removed (what is sent). Informative outputs
@@ -64,6 +64,6 @@ bool IsInformative(const std::string& type, const std::string& key);
 // `v` as compact JSON, cut to `max_chars` with "..." (for one-line messages).
 std::string Short(const nlohmann::ordered_json& v, size_t max_chars = 160);
 
-}  // namespace engram::conform
+}  // namespace engram::vectors
 
 #endif  // ENGRAM_VECTORS_COMPARE_H_

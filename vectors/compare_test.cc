@@ -38,8 +38,8 @@ ojson OGroup(const json& g) {
   return o;
 }
 
-engram::conform::SplitTest Split(const std::string& type, const json& t) {
-  return engram::conform::SplitOrdered(type, ojson::parse(t.dump()));
+engram::vectors::SplitTest Split(const std::string& type, const json& t) {
+  return engram::vectors::SplitOrdered(type, ojson::parse(t.dump()));
 }
 
 // fp8_decode's `value` is informative: not sent, not required, not compared.
@@ -48,10 +48,10 @@ TEST(CompareRules, Fp8ValueIsInformative) {
   const auto s = Split("E4M3DecodeTest", *c.test);
   EXPECT_FALSE(s.expected.contains("value"));
   EXPECT_FALSE(s.inputs.contains("value"));
-  EXPECT_EQ(engram::conform::CompareOrdered("E4M3DecodeTest", OGroup(*c.group), s.expected, ojson{{"f32Bits", "3f800000"}}), "");
+  EXPECT_EQ(engram::vectors::CompareOrdered("E4M3DecodeTest", OGroup(*c.group), s.expected, ojson{{"f32Bits", "3f800000"}}), "");
   // Even a wrong `value` sent back is not compared.
-  EXPECT_EQ(engram::conform::CompareOrdered("E4M3DecodeTest", s.expected, ojson{{"f32Bits", "3f800000"}, {"value", "2"}}), "");
-  EXPECT_EQ(engram::conform::CompareOrdered("E4M3DecodeTest", s.expected, ojson{{"f32Bits", "40000000"}}),
+  EXPECT_EQ(engram::vectors::CompareOrdered("E4M3DecodeTest", s.expected, ojson{{"f32Bits", "3f800000"}, {"value", "2"}}), "");
+  EXPECT_EQ(engram::vectors::CompareOrdered("E4M3DecodeTest", s.expected, ojson{{"f32Bits", "40000000"}}),
             "f32Bits element 0: expected 3f800000, got 40000000");
 }
 
@@ -63,11 +63,11 @@ TEST(CompareRules, HexRowsMatchNaNWithAnyNaN) {
   ASSERT_EQ(bf16.substr(0x7F * 4, 4), "7fc0");  // code 0x7F is NaN
   std::string other_nan = bf16;
   other_nan.replace(0x7F * 4, 4, "7fff");
-  EXPECT_EQ(engram::conform::CompareOrdered("ElementDecodeTest", s.expected, ojson{{"bf16", other_nan}}), "");
+  EXPECT_EQ(engram::vectors::CompareOrdered("ElementDecodeTest", s.expected, ojson{{"bf16", other_nan}}), "");
   std::string neg_zero = bf16;
   ASSERT_EQ(bf16.substr(0, 4), "0000");
   neg_zero.replace(0, 4, "8000");
-  EXPECT_EQ(engram::conform::CompareOrdered("ElementDecodeTest", s.expected, ojson{{"bf16", neg_zero}}),
+  EXPECT_EQ(engram::vectors::CompareOrdered("ElementDecodeTest", s.expected, ojson{{"bf16", neg_zero}}),
             "bf16 element 0: expected 0000, got 8000");
 }
 
@@ -78,16 +78,16 @@ TEST(CompareRules, FloatOutputsUseTheGroupTolerance) {
   const ojson g = OGroup(*c.group);
   const auto s = Split("V41GateTest", *c.test);
   ojson actual = {{"gate", ojson::parse(c.test->at("gate")["float64"].dump())}, {"out", ojson::parse(c.test->at("out").dump())}};
-  EXPECT_EQ(engram::conform::CompareOrdered("V41GateTest", g, s.expected, actual), "");
+  EXPECT_EQ(engram::vectors::CompareOrdered("V41GateTest", g, s.expected, actual), "");
   actual["gate"] = ojson::parse(c.test->at("gate").dump());
-  EXPECT_EQ(engram::conform::CompareOrdered("V41GateTest", g, s.expected, actual), "");
+  EXPECT_EQ(engram::vectors::CompareOrdered("V41GateTest", g, s.expected, actual), "");
   actual["gate"] = ojson::parse(c.test->at("gate")["float64"].dump());
   const double g1 = engram::ParseFloat(actual["gate"][1].get<std::string>(), "gate");
   actual["gate"][1] = engram::FloatHex(g1 + std::ldexp(1.0, -10));
-  EXPECT_THAT(engram::conform::CompareOrdered("V41GateTest", g, s.expected, actual), HasSubstr("gate[1]: got"));
+  EXPECT_THAT(engram::vectors::CompareOrdered("V41GateTest", g, s.expected, actual), HasSubstr("gate[1]: got"));
   // Without the group (no tolerance) the same answer is compared exactly and fails.
   actual["gate"] = ojson::parse(c.test->at("gate")["float64"].dump());
-  EXPECT_NE(engram::conform::CompareOrdered("V41GateTest", s.expected, actual), "");
+  EXPECT_NE(engram::vectors::CompareOrdered("V41GateTest", s.expected, actual), "");
 }
 
 // §FUS.9 faithfulBf16: either bf16 neighbour of the float64 reference passes, the next one does not.
@@ -97,7 +97,7 @@ TEST(CompareRules, Bf16OutputsMustBeFaithful) {
   const auto s = Split("WkvTest", *c.test);
   const std::vector<double> ref = Floats(c.test->at("kvRef64"));
   std::vector<uint16_t> kv = c.test->at("kv").get<std::vector<uint16_t>>();
-  EXPECT_EQ(engram::conform::CompareOrdered("WkvTest", g, s.expected, ojson{{"kv", kv}}), "");
+  EXPECT_EQ(engram::vectors::CompareOrdered("WkvTest", g, s.expected, ojson{{"kv", kv}}), "");
   // An element whose reference is not a bf16 value: the mirror's bits are one
   // bracket end, the other end also passes, the next value beyond it does not.
   size_t i = 0;
@@ -110,9 +110,9 @@ TEST(CompareRules, Bf16OutputsMustBeFaithful) {
   const uint16_t other = below ? up(kv[i]) : down(kv[i]);
   ASSERT_EQ(engram::Bf16Value(other) < ref[i], !below);
   kv[i] = other;
-  EXPECT_EQ(engram::conform::CompareOrdered("WkvTest", g, s.expected, ojson{{"kv", kv}}), "") << "the other neighbour";
+  EXPECT_EQ(engram::vectors::CompareOrdered("WkvTest", g, s.expected, ojson{{"kv", kv}}), "") << "the other neighbour";
   kv[i] = below ? up(other) : down(other);
-  EXPECT_THAT(engram::conform::CompareOrdered("WkvTest", g, s.expected, ojson{{"kv", kv}}),
+  EXPECT_THAT(engram::vectors::CompareOrdered("WkvTest", g, s.expected, ojson{{"kv", kv}}),
               HasSubstr("kv[" + std::to_string(i) + "]: got bf16"));
 }
 
@@ -122,11 +122,11 @@ TEST(CompareRules, MaskedGateMustBePlusZero) {
   const ojson g = OGroup(*c.group);
   const auto s = Split("V41GateTest", *c.test);
   ojson actual = {{"gate", ojson::parse(c.test->at("gate")["float64"].dump())}, {"out", ojson::parse(c.test->at("out").dump())}};
-  EXPECT_EQ(engram::conform::CompareOrdered("V41GateTest", g, s.expected, actual), "");
+  EXPECT_EQ(engram::vectors::CompareOrdered("V41GateTest", g, s.expected, actual), "");
   actual["gate"][0] = "0x1.0p-40";
-  EXPECT_THAT(engram::conform::CompareOrdered("V41GateTest", g, s.expected, actual), HasSubstr("must be +0"));
+  EXPECT_THAT(engram::vectors::CompareOrdered("V41GateTest", g, s.expected, actual), HasSubstr("must be +0"));
   actual["gate"][0] = "-0x0.0p+0";
-  EXPECT_THAT(engram::conform::CompareOrdered("V41GateTest", g, s.expected, actual), HasSubstr("must be +0"));
+  EXPECT_THAT(engram::vectors::CompareOrdered("V41GateTest", g, s.expected, actual), HasSubstr("must be +0"));
 }
 
 // §FUS.9: "+0 exactly" is the masked v4.1 gate's rule. demo-v1 has no masking, and
@@ -143,11 +143,11 @@ TEST(CompareRules, DemoZeroOutputAcceptsEitherSign) {
   s.expected["valueHigh64"][0] = "0x0.0p+0";
   ojson actual = {{"gate", ojson::parse(c.test->at("gate")["float64"].dump())},
                   {"value", s.expected["value"]["float64"]}};
-  EXPECT_EQ(engram::conform::CompareOrdered("DemoGateTest", g, s.expected, actual), "");
+  EXPECT_EQ(engram::vectors::CompareOrdered("DemoGateTest", g, s.expected, actual), "");
   actual["value"][0] = "-0x0.0p+0";
-  EXPECT_EQ(engram::conform::CompareOrdered("DemoGateTest", g, s.expected, actual), "");
+  EXPECT_EQ(engram::vectors::CompareOrdered("DemoGateTest", g, s.expected, actual), "");
   actual["value"][0] = "0x1.0p+0";  // a value far from 0 still fails
-  EXPECT_THAT(engram::conform::CompareOrdered("DemoGateTest", g, s.expected, actual), HasSubstr("value[0]: got"));
+  EXPECT_THAT(engram::vectors::CompareOrdered("DemoGateTest", g, s.expected, actual), HasSubstr("value[0]: got"));
 }
 
 // §FUS.8 promises that the tolerance absorbs the reduction order torch does not
@@ -187,14 +187,14 @@ TEST(CompareRules, ShortConvAcceptsAnyTapOrderOnCancellingTerms) {
     }
     y.push_back(engram::FloatHex(engram::Silu(acc, f32)));
   }
-  EXPECT_EQ(engram::conform::CompareOrdered("ShortConvTest", g, computed, ojson{{"output", y}}), "");
+  EXPECT_EQ(engram::vectors::CompareOrdered("ShortConvTest", g, computed, ojson{{"output", y}}), "");
   // The bound is not a blank cheque: 2^-20 off at t = 3 (|r| 1.6e-4) fails.
   const double r3 = engram::ParseFloat(computed["output"]["float64"][3].get<std::string>(), "r");
   y[3] = engram::FloatHex(r3 + std::ldexp(1.0, -20));
-  EXPECT_THAT(engram::conform::CompareOrdered("ShortConvTest", g, computed, ojson{{"output", y}}), HasSubstr("output[3]"));
+  EXPECT_THAT(engram::vectors::CompareOrdered("ShortConvTest", g, computed, ojson{{"output", y}}), HasSubstr("output[3]"));
 }
 
-// #28 (torch cross-check): a demo-v1 case, shrunk by `engram conform --random`,
+// The torch cross-check: a demo-v1 case, shrunk by `engram conform --random`,
 // that a correct port (the upstream arithmetic run with torch 2.15 on CPU,
 // conformance/crosscheck/torch_demo_fusion.py) failed, judged with the
 // expectations the generator computes now. `group` and `test` are the case's
@@ -205,7 +205,7 @@ std::string JudgeDemoCase(const std::string& group_text, const std::string& test
   ojson computed = engram::vectors::FusionExpected(nlohmann::json::parse(g.dump()), nlohmann::json::parse(test_text));
   if (computed["result"] != "valid") return "the case is not valid: " + computed.dump();
   computed.erase("result");
-  return engram::conform::CompareOrdered(g["type"], g, computed, answer);
+  return engram::vectors::CompareOrdered(g["type"], g, computed, answer);
 }
 
 // §FUS.9.1 DemoGateTest `value` (gate_demo seed 4 case 312): the value projection
@@ -260,7 +260,7 @@ TEST(CompareRules, DemoOutputsFollowAnUnderflowingGate) {
   EXPECT_THAT(JudgeDemoCase(group, test, torch), HasSubstr("output[0]: got"));
 }
 
-// §FUS.9 (#28 item 12) out = h + gate * v is judged over every gate the gate's
+// §FUS.9 out = h + gate * v is judged over every gate the gate's
 // tolerance allows. The vector's stream cancels (h = 0.5, v = -0.5, gate near
 // 1); torch.sigmoid on CPU gives 0x1.ffff74p-1 where the correctly rounded
 // float32 gate is 0x1.ffff76p-1, and its out 0x360c is two bf16 steps from the
@@ -281,15 +281,15 @@ TEST(CompareRules, V41OutIsJudgedOverEveryAllowedGate) {
   ASSERT_EQ(out[0], 0x360c);
   ASSERT_NE(out[0], c.test->at("out")[0].get<uint16_t>());  // not the mirror's
   ojson actual = {{"gate", {engram::FloatHex(torch_gate)}}, {"out", out}};
-  EXPECT_EQ(engram::conform::CompareOrdered("V41GateTest", g, s.expected, actual), "");
+  EXPECT_EQ(engram::vectors::CompareOrdered("V41GateTest", g, s.expected, actual), "");
   // 2^-17 = 0.5 * (1 - gate) needs gate = 1 - 2^-16, 15 * 2^-20 below the float64
   // gate: far beyond its tolerance (2^-18 here).
   out[3] = engram::ToBf16(std::ldexp(1.0, -17));
   actual["out"] = out;
-  EXPECT_THAT(engram::conform::CompareOrdered("V41GateTest", g, s.expected, actual), HasSubstr("out[3]: got bf16"));
+  EXPECT_THAT(engram::vectors::CompareOrdered("V41GateTest", g, s.expected, actual), HasSubstr("out[3]: got bf16"));
 }
 
-// §FUS.9 (#28 item 13) A v4.1 engram_forward test is judged over every kv whose
+// §FUS.9 A v4.1 engram_forward test is judged over every kv whose
 // elements are faithful bf16 roundings (§FUS.2 leaves the order inside a block
 // open). The vector has a kv element near a bf16 midpoint; a port that rounds
 // it (or every element) the other way, and computes the rest exactly as the
@@ -327,7 +327,7 @@ TEST(CompareRules, ForwardIsJudgedOverEveryFaithfulKv) {
     const double lo = engram::Bf16Below(ref[n]), hi = engram::Bf16Above(ref[n]);
     return engram::ToBf16(engram::Bf16Value(kv[n]) == lo ? hi : lo);
   };
-  EXPECT_EQ(engram::conform::CompareOrdered("EngramForwardTest", g, s.expected, port(kv)), "") << "the mirror";
+  EXPECT_EQ(engram::vectors::CompareOrdered("EngramForwardTest", g, s.expected, port(kv)), "") << "the mirror";
   // The near-midpoint value elements rounded the other way (another order).
   std::vector<uint16_t> near = kv;
   size_t flipped = 0;
@@ -339,7 +339,7 @@ TEST(CompareRules, ForwardIsJudgedOverEveryFaithfulKv) {
     }
   }
   ASSERT_GT(flipped, 0u);
-  EXPECT_EQ(engram::conform::CompareOrdered("EngramForwardTest", g, s.expected, port(near)), "") << "near-midpoint kv";
+  EXPECT_EQ(engram::vectors::CompareOrdered("EngramForwardTest", g, s.expected, port(near)), "") << "near-midpoint kv";
   // Every element that has two faithful roundings rounded the other way: keys
   // too, so the gates move.
   std::vector<uint16_t> all = kv;
@@ -347,10 +347,10 @@ TEST(CompareRules, ForwardIsJudgedOverEveryFaithfulKv) {
     if (engram::Bf16Below(ref[n]) != engram::Bf16Above(ref[n])) all[n] = other(n);
   }
   ojson extreme = port(all);
-  EXPECT_EQ(engram::conform::CompareOrdered("EngramForwardTest", g, s.expected, extreme), "") << "every kv the other way";
+  EXPECT_EQ(engram::vectors::CompareOrdered("EngramForwardTest", g, s.expected, extreme), "") << "every kv the other way";
   const double g0 = engram::ParseFloat(extreme["gate"][0].get<std::string>(), "gate");
   extreme["gate"][0] = engram::FloatHex(g0 + std::ldexp(1.0, -6));
-  EXPECT_THAT(engram::conform::CompareOrdered("EngramForwardTest", g, s.expected, extreme), HasSubstr("gate[0]: got"));
+  EXPECT_THAT(engram::vectors::CompareOrdered("EngramForwardTest", g, s.expected, extreme), HasSubstr("gate[0]: got"));
 }
 
 // maxAbsVector: the error allowed scales with the largest value of the element's (position, stream) vector.
@@ -365,31 +365,31 @@ TEST(CompareRules, ShortConvToleranceScalesPerVector) {
   for (size_t j = 0; j < hidden; ++j) max_abs = std::max(max_abs, std::fabs(r[j]));
   const double allowed = 2 * std::fabs(m[0] - r[0]) + std::ldexp(1.0, -17) * max_abs;
   y[0] = engram::FloatHex(r[0] + 0.5 * allowed);
-  EXPECT_EQ(engram::conform::CompareOrdered("ShortConvTest", g, s.expected, ojson{{"output", y}}), "");
+  EXPECT_EQ(engram::vectors::CompareOrdered("ShortConvTest", g, s.expected, ojson{{"output", y}}), "");
   y[0] = engram::FloatHex(r[0] + 2 * allowed);
-  EXPECT_THAT(engram::conform::CompareOrdered("ShortConvTest", g, s.expected, ojson{{"output", y}}), HasSubstr("output[0]"));
+  EXPECT_THAT(engram::vectors::CompareOrdered("ShortConvTest", g, s.expected, ojson{{"output", y}}), HasSubstr("output[0]"));
 }
 
 // §CONF.1 A test splits at "result": its inputs before, the expected outputs after.
 TEST(ConformSplit, InputsBeforeResultOutputsAfter) {
   const nlohmann::ordered_json t = nlohmann::ordered_json::parse(
       R"({"tcId":1,"comment":"c","flags":[],"specRef":["§HASH.4"],"ids":[1,2],"result":"valid","rows":[[[3]]],"intermediate":[]})");
-  const engram::conform::SplitTest s = engram::conform::SplitOrdered("HashTest", t);
+  const engram::vectors::SplitTest s = engram::vectors::SplitOrdered("HashTest", t);
   EXPECT_EQ(s.inputs.dump(), R"({"ids":[1,2]})");
   EXPECT_EQ(s.expected.dump(), R"({"rows":[[[3]]],"intermediate":[]})");
-  EXPECT_EQ(engram::conform::CompareOrdered("HashTest", s.expected, nlohmann::ordered_json::parse(R"({"rows":[[[4]]]})")),
+  EXPECT_EQ(engram::vectors::CompareOrdered("HashTest", s.expected, nlohmann::ordered_json::parse(R"({"rows":[[[4]]]})")),
             "rows[0][0][0]: expected 3, got 4");
-  EXPECT_EQ(engram::conform::CompareOrdered("HashTest", s.expected, nlohmann::ordered_json::parse(R"({"rows":[[[3]]]})")), "");
+  EXPECT_EQ(engram::vectors::CompareOrdered("HashTest", s.expected, nlohmann::ordered_json::parse(R"({"rows":[[[3]]]})")), "");
 }
 
 TEST(ConformSplit, NestedStepOutputsAreStripped) {
   const nlohmann::ordered_json t = nlohmann::ordered_json::parse(
       R"({"tcId":1,"comment":"","flags":[],"specRef":[],"result":"valid","steps":[{"op":"append","seq":"a","ids":[1],"rows":[[[5]]],"positionAfter":1,"historyAfter":[1]}]})");
-  const engram::conform::SplitTest s = engram::conform::SplitOrdered("HashStateTest", t);
+  const engram::vectors::SplitTest s = engram::vectors::SplitOrdered("HashStateTest", t);
   EXPECT_EQ(s.inputs.dump(), R"({"steps":[{"op":"append","seq":"a","ids":[1]}]})");
   auto actual = nlohmann::ordered_json::parse(
       R"({"steps":[{"op":"append","seq":"a","ids":[1],"rows":[[[5]]],"positionAfter":1,"historyAfter":[2]}]})");
-  EXPECT_EQ(engram::conform::CompareOrdered("HashStateTest", s.expected, actual),
+  EXPECT_EQ(engram::vectors::CompareOrdered("HashStateTest", s.expected, actual),
             "steps[0].historyAfter[0]: expected 1, got 2");
 }
 

@@ -244,8 +244,8 @@ std::string Undecidable(const std::string& type, const ojson& group, const ojson
       *it = only;
     }
   }
-  const std::string why64 = conform::CompareOrdered(type, group, want, as64);
-  return why64.empty() ? conform::CompareOrdered(type, group, want, as32) : why64;
+  const std::string why64 = CompareOrdered(type, group, want, as64);
+  return why64.empty() ? CompareOrdered(type, group, want, as32) : why64;
 }
 
 // A case of `type` and `profile` from recipe r, its group and test still to come.

@@ -145,7 +145,7 @@ std::string FirstDifference(const json& in_vector, const json& actual, const std
     return diff + TypeName(in_vector) + " " + Shown(in_vector) + ", the reference gives " + TypeName(actual) + " " + Shown(actual);
   }
   // §VEC.4 integers by value: -1 is not 18446744073709551615 (vectors/compare.h SameInteger).
-  if (in_vector.is_number_integer() && actual.is_number_integer() ? conform::SameInteger(in_vector, actual) : in_vector == actual) {
+  if (in_vector.is_number_integer() && actual.is_number_integer() ? SameInteger(in_vector, actual) : in_vector == actual) {
     return "";
   }
   // Both numbers compare by value (1 and 1u are equal above); other kinds by type first.

@@ -17,7 +17,7 @@ namespace {
 
 std::string Digest(const Layout& layout, uint64_t seed, int64_t n) {
   HashState state(layout);
-  return conform::AccumulateHash(layout.profile == Profile::kV41, layout.compressed_vocab_size, seed, n,
+  return AccumulateHash(layout.profile == Profile::kV41, layout.compressed_vocab_size, seed, n,
                                  [&](const std::vector<int64_t>& ids, std::vector<int64_t>& rows) { state.Append(ids, rows); });
 }
 
@@ -52,10 +52,10 @@ int64_t FirstMutantDifference(Mutant m, const Layout& layout, const Layout& muta
     mutant_ids.resize(static_cast<size_t>(len));
     for (int64_t i = 0; i < len; ++i) {
       const uint64_t position = static_cast<uint64_t>(at + i);
-      ids[static_cast<size_t>(i)] = conform::StreamId(v41, layout.compressed_vocab_size, seed, position);
+      ids[static_cast<size_t>(i)] = StreamId(v41, layout.compressed_vocab_size, seed, position);
       // The mutant's stream is drawn with its own V, as its port would draw it.
       mutant_ids[static_cast<size_t>(i)] =
-          conform::StreamId(mutant_v41, mutant_layout.compressed_vocab_size, seed, position);
+          StreamId(mutant_v41, mutant_layout.compressed_vocab_size, seed, position);
     }
     rows.clear();
     state.Append(ids, rows);

@@ -301,7 +301,7 @@ bool HashMutantFailsForward(Mutant m, const json& group, const json& test, const
     const ojson group_o = ojson::parse(group.dump());
     for (const char* precision : {"float64", "float32"}) {
       const ojson ours = {{"output", got["output"][precision]}};
-      if (!conform::CompareOrdered("EngramForwardTest", group_o, want, ours).empty()) fails = true;
+      if (!CompareOrdered("EngramForwardTest", group_o, want, ours).empty()) fails = true;
     }
   }
   if (!fails) {
@@ -414,7 +414,7 @@ ojson GenerateForward() {
             {"§FUS.5", "§FUS.6", "§FUS.7", "§FUS.10"},
             {{"ids", ids}, {"hidden", HexList(RandomValues(rng, ids.size() * 16, 0))}});
   }
-  // v4.1, appended (#28 item 13): an element of kv whose float64 value lies
+  // v4.1, appended: an element of kv whose float64 value lies
   // within 1/64 of a bf16 step of a midpoint between two bf16 values (as the
   // official code's -218.49999 did), so that an accumulation order other than
   // the mirror's rounds it the other way, and that other faithful kv moves out

@@ -329,7 +329,7 @@ void AddFusionNote(SuiteBuilder& b, FusionMutant m, bool demo) {
 namespace {
 
 // §VEC.12 Whether a port with the fusion mutant `m` fails a test, judged as
-// the runner judges (engram::conform::CompareOrdered, §CONF.1 and §FUS.9): the
+// the runner judges (engram::vectors::CompareOrdered, §CONF.1 and §FUS.9): the
 // mutant's outputs, in the shape the numpy adapter returns them ({"float64",
 // "float32"} for tolerance outputs, of which the runner reads float64; bf16
 // bits from the mirror), against the expected ones; a different valid /
@@ -353,8 +353,8 @@ bool FusionPortFails(FusionMutant m, Compute fn, const ojson& group, const json&
     }
   }
   const std::string type = group_j.at("type");
-  const std::string why64 = conform::CompareOrdered(type, group, want, as64);
-  const std::string why32 = conform::CompareOrdered(type, group, want, as32);
+  const std::string why64 = CompareOrdered(type, group, want, as64);
+  const std::string why32 = CompareOrdered(type, group, want, as32);
   if (why64.empty() != why32.empty()) {
     throw Error("generator: the " + FusionMutantFlag(m) + " port (" + FusionMutantBug(m) + ") " +
                 (why64.empty() ? "passes" : "fails") + " a " + type + " in float64 but " +

@@ -117,15 +117,15 @@ std::optional<ojson> HollowOutputs(const ojson& group, const ojson& test) {
 
 bool IsTrivial(const ojson& group, const ojson& test) {
   if (test.value("result", "") != "valid") return false;
-  return IsTrivial(group, test, conform::SplitOrdered(group.value("type", ""), test));
+  return IsTrivial(group, test, SplitOrdered(group.value("type", ""), test));
 }
 
-bool IsTrivial(const ojson& group, const ojson& test, const conform::SplitTest& split) {
+bool IsTrivial(const ojson& group, const ojson& test, const SplitTest& split) {
   if (test.value("result", "") != "valid") return false;
   const std::optional<ojson> hollow = HollowOutputs(group, test);
   if (!hollow) return false;
   if (split.expected.empty()) return false;  // nothing expected: nothing to pass (the runner refuses such vectors)
-  return conform::CompareOrdered(group.value("type", ""), group, split.expected, *hollow).empty();
+  return CompareOrdered(group.value("type", ""), group, split.expected, *hollow).empty();
 }
 
 }  // namespace engram::vectors

@@ -30,8 +30,8 @@ std::optional<nlohmann::ordered_json> HollowOutputs(const nlohmann::ordered_json
 // port that passes it has shown nothing. The flag is thus computed, as the
 // KNOWN_DIVERGENCE flags are (§VEC.12), never chosen by hand.
 bool IsTrivial(const nlohmann::ordered_json& group, const nlohmann::ordered_json& test);
-/// The same, with `split` = conform::SplitOrdered(type, test) already made.
-bool IsTrivial(const nlohmann::ordered_json& group, const nlohmann::ordered_json& test, const conform::SplitTest& split);
+/// The same, with `split` = SplitOrdered(type, test) already made.
+bool IsTrivial(const nlohmann::ordered_json& group, const nlohmann::ordered_json& test, const SplitTest& split);
 
 }  // namespace engram::vectors
 

@@ -15,17 +15,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       doc.contains("group") && doc["group"].is_object() ? doc["group"] : nlohmann::ordered_json::object();
   for (const char* type : {"HashTest", "HashStateTest", "HashHandoffTest", "LayoutTest", "E4M3DecodeTest",
                            "SyntheticLookupTest", "GateFunctionTest", "ShortConvTest", "EngramForwardTest"}) {
-    engram::conform::SplitTest s;
+    engram::vectors::SplitTest s;
     try {
-      s = engram::conform::SplitOrdered(type, doc);  // vectors are schema-checked; odd shapes may throw
+      s = engram::vectors::SplitOrdered(type, doc);  // vectors are schema-checked; odd shapes may throw
     } catch (const nlohmann::json::exception&) {
       continue;
     }
     // An implementation's answer can be anything: comparing it must never throw.
-    engram::conform::CompareOrdered(type, s.expected, doc);
-    engram::conform::CompareOrdered(type, s.expected, s.inputs);
-    engram::conform::CompareOrdered(type, group, s.expected, doc);
-    engram::conform::CompareOrdered(type, group, s.expected, s.inputs);
+    engram::vectors::CompareOrdered(type, s.expected, doc);
+    engram::vectors::CompareOrdered(type, s.expected, s.inputs);
+    engram::vectors::CompareOrdered(type, group, s.expected, doc);
+    engram::vectors::CompareOrdered(type, group, s.expected, s.inputs);
   }
   return 0;
 }

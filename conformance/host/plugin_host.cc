@@ -272,7 +272,7 @@ json Answer(const Api& api, const json& request) {
       Layout layout(api, group);
       Hasher h(api, layout, size_t{0});
       std::vector<int64_t> rows;
-      const std::string digest = conform::AccumulateHash(
+      const std::string digest = vectors::AccumulateHash(
           group.at("profile").get<std::string>() == "v4.1", I64(group.at("compressedVocabSize")),
           U64(request.at("seed")), I64(request.at("n")),
           [&](const std::vector<int64_t>& ids, std::vector<int64_t>& out) { h.AppendFlat(ids, out); });

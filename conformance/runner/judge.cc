@@ -44,9 +44,9 @@ int64_t IntermediateIndex(const json& expected, const std::string& key, int64_t 
 // An intermediate value for people: an object one key per line (each cut at
 // 1000 characters), anything else on the same line.
 std::string Values(const json& v) {
-  if (!v.is_object()) return " " + Short(v, 2000);
+  if (!v.is_object()) return " " + vectors::Short(v, 2000);
   std::string out;
-  for (const auto& [key, value] : v.items()) out += "\n  " + key + ": " + Short(value, 1000);
+  for (const auto& [key, value] : v.items()) out += "\n  " + key + ": " + vectors::Short(value, 1000);
   return out;
 }
 
@@ -54,7 +54,7 @@ std::string Values(const json& v) {
 // wrong (the first differing intermediate, when the implementation returned
 // its intermediates), then the first differing output, then the vector's
 // intermediate values at that position. "" when everything matches.
-std::string Mismatch(const std::string& type, const json& group, const json& test, const SplitTest& split,
+std::string Mismatch(const std::string& type, const json& group, const json& test, const vectors::SplitTest& split,
                      const json& outputs, std::string& reason) {
   // The outputs first, without the returned intermediates (compared on their
   // own below); the expected intermediates stay: §FUS.9 reads the dots there.
@@ -62,14 +62,14 @@ std::string Mismatch(const std::string& type, const json& group, const json& tes
   if (outputs.contains("intermediate")) {
     json returned_outputs = outputs;
     returned_outputs.erase("intermediate");
-    d_out = CompareOrdered(type, group, split.expected, returned_outputs);
+    d_out = vectors::CompareOrdered(type, group, split.expected, returned_outputs);
   } else {
-    d_out = CompareOrdered(type, group, split.expected, outputs);  // no copy when there is nothing to take out
+    d_out = vectors::CompareOrdered(type, group, split.expected, outputs);  // no copy when there is nothing to take out
   }
   const bool traced = !group.contains("tolerance");  // §CONF.1 float traces are shown, never compared
   std::string d_int;
   if (traced && split.expected.contains("intermediate") && outputs.contains("intermediate")) {
-    d_int = FirstDifference(split.expected["intermediate"], outputs["intermediate"], "intermediate");
+    d_int = vectors::FirstDifference(split.expected["intermediate"], outputs["intermediate"], "intermediate");
   }
   if (d_out.empty() && d_int.empty()) return "";
   const bool missing = d_out.rfind("missing output", 0) == 0 ||
@@ -99,7 +99,7 @@ std::string Mismatch(const std::string& type, const json& group, const json& tes
     }
   }
   for (const auto& [key, value] : test.items()) {  // §CONF.1 informative outputs, shown not compared
-    if (key != "error" && IsInformative(type, key)) detail += "\n" + key + " (informative): " + Short(value);
+    if (key != "error" && vectors::IsInformative(type, key)) detail += "\n" + key + " (informative): " + vectors::Short(value);
   }
   return detail;
 }
@@ -138,7 +138,7 @@ void Fail(TestResult& r, const std::string& reason, const std::string& detail) {
 }
 
 // §CONF.4 The test's outcome from the implementation's answer.
-void Judge(TestResult& r, const std::string& type, const json& group, const json& test, const SplitTest& split,
+void Judge(TestResult& r, const std::string& type, const json& group, const json& test, const vectors::SplitTest& split,
            const Peer::Reply& reply) {
   const bool valid = test.value("result", "") == "valid";
   if (!reply.failure.empty()) {
@@ -151,23 +151,23 @@ void Judge(TestResult& r, const std::string& type, const json& group, const json
   const int kinds = int{body.contains("outputs")} + int{body.contains("refused")} + int{body.contains("unsupported")};
   if (kinds != 1) {
     Fail(r, "garbage", "the answer must hold exactly one of outputs / refused / unsupported, it holds " +
-                           std::to_string(kinds) + ": " + Short(body));
+                           std::to_string(kinds) + ": " + vectors::Short(body));
     r.returned = Kept(body);
     return;
   }
   if (body.contains("unsupported")) {
-    Skip(r, "unsupported", "unsupported: " + Short(body["unsupported"]));
+    Skip(r, "unsupported", "unsupported: " + vectors::Short(body["unsupported"]));
   } else if (body.contains("refused")) {
     if (valid) {
-      Fail(r, "refused valid input", "the implementation refused: " + Short(body["refused"], 400));
+      Fail(r, "refused valid input", "the implementation refused: " + vectors::Short(body["refused"], 400));
       r.returned = Kept(body);
     }
   } else if (!body["outputs"].is_object()) {
-    Fail(r, "garbage", "the answer's outputs are not a JSON object: " + Short(body));
+    Fail(r, "garbage", "the answer's outputs are not a JSON object: " + vectors::Short(body));
     r.returned = Kept(body);
   } else if (!valid) {
     std::string detail = "the vector marks this input invalid (it must be refused), but the implementation returned outputs: " +
-                         Short(body["outputs"], 400);
+                         vectors::Short(body["outputs"], 400);
     if (test.contains("error") && test["error"].is_string()) detail += "\nthe reference says: " + test["error"].get<std::string>();
     Fail(r, "accepted invalid input", detail);
     r.returned = Kept(body["outputs"]);
@@ -198,7 +198,7 @@ PreparedTest PrepareTest(const std::string& suite, const std::string& label, int
   p.type = group.value("type", "");
   p.result = NewResult(label, test);
   p.result.tc_id = tc_id;
-  p.split = SplitOrdered(p.type, test);
+  p.split = vectors::SplitOrdered(p.type, test);
   // §CONF.4 decided here from the test itself, not from its flags: a vectors
   // directory that drops the Trivial flag cannot make an empty answer count.
   TestResult& r = p.result;

@@ -27,9 +27,9 @@ inline constexpr size_t kKeptAnswerBytes = 64 * 1024;
 nlohmann::ordered_json Kept(const nlohmann::ordered_json& answer);
 
 // §CONF.4 Judges the implementation's `reply` to `test` of a group of type
-// `type` (`group` without its tests; `split` = SplitOrdered(type, test)).
+// `type` (`group` without its tests; `split` = vectors::SplitOrdered(type, test)).
 void Judge(TestResult& r, const std::string& type, const nlohmann::ordered_json& group,
-           const nlohmann::ordered_json& test, const SplitTest& split, const Peer::Reply& reply);
+           const nlohmann::ordered_json& test, const vectors::SplitTest& split, const Peer::Reply& reply);
 
 // §CONF.4 Appends the test's flags to a failure's detail, as what else the
 // test guards (not a diagnosis).
@@ -40,7 +40,7 @@ void AddFlags(TestResult& r, const nlohmann::ordered_json& notes);
 struct PreparedTest {
   TestResult result;
   std::string type;
-  SplitTest split;
+  vectors::SplitTest split;
   std::string line;  // the request (§CONF.2), one line of JSON
 };
 // `group` without its tests.

@@ -284,9 +284,9 @@ struct Streams {
 // One listed result, every field the merge counts checked.
 TestResult ResultFrom(const json& r, const std::string& file, int64_t n) {
   const std::string where = "results[" + std::to_string(n) + "]";
-  if (!r.is_object()) Bad(file, where, "not an object: " + Short(r));
+  if (!r.is_object()) Bad(file, where, "not an object: " + vectors::Short(r));
   auto need = [&](const char* key, bool (json::*is)() const noexcept, const char* what) -> const json& {
-    if (!r.contains(key) || !(r[key].*is)()) Bad(file, where + "." + key, std::string("must be ") + what + ", got " + (r.contains(key) ? Short(r[key]) : "nothing"));
+    if (!r.contains(key) || !(r[key].*is)()) Bad(file, where + "." + key, std::string("must be ") + what + ", got " + (r.contains(key) ? vectors::Short(r[key]) : "nothing"));
     return r[key];
   };
   TestResult t;
@@ -361,7 +361,7 @@ struct Fields {
   }
   int64_t Count(const json& v, const std::string& field) const {
     if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX})) {
-      Bad(file, field, "must be an integer, got " + Short(v));
+      Bad(file, field, "must be an integer, got " + vectors::Short(v));
     }
     const int64_t n = v.get<int64_t>();
     if (n < 0) Bad(file, field, "is negative: " + std::to_string(n));
@@ -372,28 +372,28 @@ struct Fields {
   }
   const json& Object(const json& obj, const std::string& where, const std::string& key) const {
     const json& v = Get(obj, where, key);
-    if (!v.is_object()) Bad(file, where + "." + key, "must be an object, got " + Short(v));
+    if (!v.is_object()) Bad(file, where + "." + key, "must be an object, got " + vectors::Short(v));
     return v;
   }
   const json& Array(const json& obj, const std::string& where, const std::string& key) const {
     const json& v = Get(obj, where, key);
-    if (!v.is_array()) Bad(file, where + "." + key, "must be a list, got " + Short(v));
+    if (!v.is_array()) Bad(file, where + "." + key, "must be a list, got " + vectors::Short(v));
     return v;
   }
   void Strings(const json& list, const std::string& field) const {
-    if (!list.is_array()) Bad(file, field, "must be a list of strings, got " + Short(list));
+    if (!list.is_array()) Bad(file, field, "must be a list of strings, got " + vectors::Short(list));
     for (const json& e : list) {
-      if (!e.is_string()) Bad(file, field, "holds " + Short(e) + ", not a string");
+      if (!e.is_string()) Bad(file, field, "holds " + vectors::Short(e) + ", not a string");
     }
   }
   bool Bool(const json& obj, const std::string& where, const std::string& key) const {
     const json& v = Get(obj, where, key);
-    if (!v.is_boolean()) Bad(file, where + "." + key, "must be true or false, got " + Short(v));
+    if (!v.is_boolean()) Bad(file, where + "." + key, "must be true or false, got " + vectors::Short(v));
     return v.get<bool>();
   }
   std::string String(const json& obj, const std::string& where, const std::string& key) const {
     const json& v = Get(obj, where, key);
-    if (!v.is_string()) Bad(file, where + "." + key, "must be a string, got " + Short(v));
+    if (!v.is_string()) Bad(file, where + "." + key, "must be a string, got " + vectors::Short(v));
     return v.get<std::string>();
   }
 };
@@ -405,7 +405,7 @@ bool Hex64(const std::string& s) {
 // §CONF.4 Counts that can be true: none negative, the skip reasons adding up
 // to the skips, tested and trivial among the passes, the refused among them.
 Counts CheckedCounts(const Fields& f, const json& j, const std::string& where) {
-  if (!j.is_object()) Bad(f.file, where, "must be an object, got " + Short(j));
+  if (!j.is_object()) Bad(f.file, where, "must be an object, got " + vectors::Short(j));
   Counts c;
   c.passed = f.Count(j, where, "passed");
   c.failed = f.Count(j, where, "failed");
@@ -676,8 +676,8 @@ void CheckOneRun(const std::vector<ShardFile>& shards) {
     for (const auto& [key, value] : wa.items()) {
       if (key == "seed" && all_drawn) continue;
       if (!w.contains(key) || nlohmann::json::parse(w[key].dump()) != nlohmann::json::parse(value.dump())) {
-        throw Error("not shards of one run: " + key + " differs: " + Short(value, 120) + " in " + a.name + ", " +
-                    (w.contains(key) ? Short(w[key], 120) : std::string("missing")) + " in " + s.name);
+        throw Error("not shards of one run: " + key + " differs: " + vectors::Short(value, 120) + " in " + a.name + ", " +
+                    (w.contains(key) ? vectors::Short(w[key], 120) : std::string("missing")) + " in " + s.name);
       }
     }
     if (w.size() != wa.size()) throw Error("not shards of one run: " + s.name + " and " + a.name + " record different work keys");

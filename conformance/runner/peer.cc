@@ -25,12 +25,12 @@ std::string ParseAnswer(const std::string& line, json& out) {
     try {
       out = ParseOrderedJson(line, "the answer");
     } catch (const Error& e) {
-      return std::string(e.what()) + "; the line: " + Short(json(line));
+      return std::string(e.what()) + "; the line: " + vectors::Short(json(line));
     }
   } catch (const Error& e) {
-    return std::string(e.what()) + "; the line: " + Short(json(line));
+    return std::string(e.what()) + "; the line: " + vectors::Short(json(line));
   }
-  if (!out.is_object()) return "the answer is not a JSON object: " + Short(json(line));
+  if (!out.is_object()) return "the answer is not a JSON object: " + vectors::Short(json(line));
   return "";
 }
 
@@ -45,11 +45,11 @@ std::set<std::string> NameList(const json& hello, const std::string& key, const 
                                const std::string& what) {
   if (!hello.contains(key) || !hello[key].is_array()) {
     throw Error("handshake failed: the answer to hello has no '" + key + "' list (it must name the " + what +
-                " the implementation claims): " + Short(hello));
+                " the implementation claims): " + vectors::Short(hello));
   }
   std::set<std::string> out;
   for (const json& v : hello[key]) {
-    if (!v.is_string()) throw Error("handshake failed: '" + key + "' holds " + Short(v) + ", not a name");
+    if (!v.is_string()) throw Error("handshake failed: '" + key + "' holds " + vectors::Short(v) + ", not a name");
     const std::string name = v.get<std::string>();
     if (name != "*" && allowed.count(name) == 0) {
       throw Error("handshake failed: the implementation claims " + what.substr(0, what.size() - 1) + " \"" + name +
@@ -68,25 +68,25 @@ Claims CheckHello(const json& hello, const std::set<std::string>& known_suites) 
   // (the plug-in host does for a library of another ABI version).
   if (hello.contains("error")) {
     throw Error("handshake failed: the implementation cannot run: " +
-                (hello["error"].is_string() ? hello["error"].get<std::string>() : Short(hello["error"])));
+                (hello["error"].is_string() ? hello["error"].get<std::string>() : vectors::Short(hello["error"])));
   }
   Claims c;
   if (!hello.contains("name") || !hello["name"].is_string() || hello["name"].get<std::string>().empty()) {
-    throw Error("handshake failed: the answer to hello has no 'name' string: " + Short(hello));
+    throw Error("handshake failed: the answer to hello has no 'name' string: " + vectors::Short(hello));
   }
   c.name = hello["name"];
   if (hello.contains("version")) {
-    if (!hello["version"].is_string()) throw Error("handshake failed: 'version' is " + Short(hello["version"]) + ", not a string");
+    if (!hello["version"].is_string()) throw Error("handshake failed: 'version' is " + vectors::Short(hello["version"]) + ", not a string");
     c.version = hello["version"];
   }
   c.suites = NameList(hello, "suites", known_suites, "suites");
   c.profiles = NameList(hello, "profiles", {"v4.1", "demo-v1"}, "profiles");
   if (hello.contains("features") && !hello["features"].is_array()) {
-    throw Error("handshake failed: 'features' is " + Short(hello["features"]) + ", not a list");
+    throw Error("handshake failed: 'features' is " + vectors::Short(hello["features"]) + ", not a list");
   }
   if (hello.contains("features")) {
     for (const json& f : hello["features"]) {
-      if (!f.is_string()) throw Error("handshake failed: 'features' holds " + Short(f) + ", not a string");
+      if (!f.is_string()) throw Error("handshake failed: 'features' holds " + vectors::Short(f) + ", not a string");
       c.features.insert(f.get<std::string>());
     }
   }
@@ -262,8 +262,8 @@ void Peer::Start() {
   // from a hash map may order them differently each time it starts).
   if (!hello_.is_null() && nlohmann::json::parse(h.dump()) != nlohmann::json::parse(hello_.dump())) {
     process_.reset();
-    throw Error("handshake failed: the restarted implementation answered hello differently: " + Short(h) +
-                " (first: " + Short(hello_) + ")");
+    throw Error("handshake failed: the restarted implementation answered hello differently: " + vectors::Short(h) +
+                " (first: " + vectors::Short(hello_) + ")");
   }
   hello_ = h;
 }

@@ -108,7 +108,7 @@ void CheckVectorShape(const std::string& rel, const json& doc) {
                   const char* what) {
     if (!obj.contains(key) || !(obj[key].*is)()) {
       throw Error(rel + ": " + where + ": key '" + key + "' must be " + what +
-                  (obj.contains(key) ? ", got " + Short(obj[key]) : ", it is missing"));
+                  (obj.contains(key) ? ", got " + vectors::Short(obj[key]) : ", it is missing"));
     }
   };
   if (doc.contains("notes")) need(doc, "the top level", "notes", &json::is_object, "an object");
@@ -138,7 +138,7 @@ void CheckVectorShape(const std::string& rel, const json& doc) {
       if (t.contains("flags")) {
         need(t, tw, "flags", &json::is_array, "a list of note names");
         for (const json& f : t["flags"]) {
-          if (!f.is_string()) throw Error(rel + ": " + tw + ": key 'flags' holds " + Short(f) + ", not a note name");
+          if (!f.is_string()) throw Error(rel + ": " + tw + ": key 'flags' holds " + vectors::Short(f) + ", not a note name");
         }
       }
       if (accumulated) {
@@ -165,7 +165,7 @@ void CheckExpectedOutputs(const std::string& rel, const json& doc) {
     for (size_t ti = 0; ti < tests.size(); ++ti) {
       const json& t = tests[ti];
       if (t["result"] != "valid") continue;
-      json expected = SplitOrdered(type, t).expected;
+      json expected = vectors::SplitOrdered(type, t).expected;
       expected.erase("intermediate");
       if (expected.empty()) {
         throw Error(rel + ": testGroups[" + std::to_string(gi) + "].tests[" + std::to_string(ti) + "] (tcId " +
@@ -437,7 +437,7 @@ void RunContracts(Run& run) {
         Fail(r, reply.failure, reply.detail);
       } else if ((!body.contains("contract") || body["contract"].is_null()) && body.contains("layers")) {
         // No full contract (no tokenizer), but the layout the implementation computes.
-        if (const std::string d = FirstDifference(group["layers"], body["layers"], "layers"); !d.empty()) {
+        if (const std::string d = vectors::FirstDifference(group["layers"], body["layers"], "layers"); !d.empty()) {
           Fail(r, "contract mismatch", d);
         }
       } else if (!body.contains("contract") || body["contract"].is_null()) {
@@ -450,7 +450,7 @@ void RunContracts(Run& run) {
               c["layerIds"].size() != group["layers"].size()) {
             Skip(r, "not claimed", "the implementation's contract is for another configuration (" + c["profile"].dump() +
                                        ", V " + c["compressedVocabSize"].dump() + ")");
-          } else if (const std::string d = FirstDifference(group["layers"], c["layers"], "layers"); !d.empty()) {
+          } else if (const std::string d = vectors::FirstDifference(group["layers"], c["layers"], "layers"); !d.empty()) {
             Fail(r, "contract mismatch", d);
           }
         } catch (const Error& e) {
@@ -513,13 +513,13 @@ void RunSuite(Run& run, const SuiteFile& file) {
           if (!reply.failure.empty()) {
             Fail(r, reply.failure, reply.detail);
           } else if (int{reply.body.contains("sha256")} + int{reply.body.contains("unsupported")} != 1) {
-            Fail(r, "garbage", "the answer must hold exactly one of sha256 / unsupported: " + Short(reply.body));
+            Fail(r, "garbage", "the answer must hold exactly one of sha256 / unsupported: " + vectors::Short(reply.body));
             r.returned = Kept(reply.body);
           } else if (reply.body.contains("unsupported")) {
-            Skip(r, "unsupported", "unsupported: " + Short(reply.body["unsupported"]));
+            Skip(r, "unsupported", "unsupported: " + vectors::Short(reply.body["unsupported"]));
           } else if (!reply.body.contains("sha256") || reply.body["sha256"] != t["sha256"]) {
             Fail(r, "mismatch", "sha256 over " + std::to_string(n) + " positions: expected " + t.value("sha256", "") +
-                                    ", got " + Short(reply.body.value("sha256", json())));
+                                    ", got " + vectors::Short(reply.body.value("sha256", json())));
             r.returned = Kept(reply.body);
           }
         }
@@ -928,7 +928,7 @@ int RunConformance(const Options& options, std::ostream& out) {
     std::cerr << "engram conform: " << e.what() << "\n";
     return 2;
   }
-  out << "implementation: " << Short(json(run.claims.name)) << " " << Short(json(run.claims.version)) << "\n";
+  out << "implementation: " << vectors::Short(json(run.claims.name)) << " " << vectors::Short(json(run.claims.version)) << "\n";
 
   const RandomRun random = RunTests(run);
   peer.Bye();

@@ -457,10 +457,10 @@ TEST(Verdict, IntegersReturnedAsFloatsFail) {
   EXPECT_THAT(r.out, HasSubstr("FAIL tcId " + std::to_string(id) + " (mismatch)"));
   EXPECT_THAT(r.out, HasSubstr("multipliers[0]: expected the integer " + (*test)["multipliers"][0].dump() + ", got the float"));
   // The comparison itself, on the issue's value.
-  EXPECT_THAT(engram::conform::CompareOrdered("MultipliersTest", nlohmann::ordered_json::parse(R"({"multipliers":[5578117229726147345]})"),
+  EXPECT_THAT(engram::vectors::CompareOrdered("MultipliersTest", nlohmann::ordered_json::parse(R"({"multipliers":[5578117229726147345]})"),
                                               nlohmann::ordered_json::parse(R"({"multipliers":[5.578117229726147e18]})")),
               HasSubstr("expected the integer 5578117229726147345, got the float"));
-  EXPECT_NE(engram::conform::CompareOrdered("HashTest", nlohmann::ordered_json::parse(R"({"rows":[[[7]]]})"),
+  EXPECT_NE(engram::vectors::CompareOrdered("HashTest", nlohmann::ordered_json::parse(R"({"rows":[[[7]]]})"),
                                             nlohmann::ordered_json::parse(R"({"rows":[[[7.0]]]})")),
             "");
 }
@@ -1037,7 +1037,7 @@ FailedAndFlagged RunAdapter(const std::string& args, const std::vector<std::stri
   return out;
 }
 
-// §HASH.9 (issue 28 item 1): `from` and `to` index a test's ids; a sequence
+// §HASH.9: `from` and `to` index a test's ids; a sequence
 // that began elsewhere continues at P + from. A port that imports at position
 // `from` (the old guide's "historyIn.position = from") fails exactly the
 // tests whose sequence starts at P > 0 (flag MidSequenceStart), and passes the
@@ -1053,7 +1053,7 @@ TEST(HandoffPositions, APortThatImportsAtFromFailsExactlyTheMidSequenceTests) {
   EXPECT_TRUE(fair.failed.empty());
 }
 
-// §VEC.7 (issue 28 item 2): a fork onto a name that exists replaces that
+// §VEC.7: a fork onto a name that exists replaces that
 // sequence. A port that refuses it fails exactly the tests flagged
 // ForkReplaces; the faithful adapter passes them, and refuses the invalid
 // HashStateTests (BadStep: rollback past the start, rollback or fork of a

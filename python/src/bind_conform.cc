@@ -50,7 +50,7 @@ std::tuple<std::string, std::string, std::string, bool> JudgeAnswer(const std::s
   r.trivial = r.valid && engram::vectors::IsTrivial(group, test);
   engram::conform::Peer::Reply reply;
   reply.body = ParseJson(reply_text, "answer");
-  engram::conform::Judge(r, type, group, test, engram::conform::SplitOrdered(type, test), reply);
+  engram::conform::Judge(r, type, group, test, engram::vectors::SplitOrdered(type, test), reply);
   engram::conform::AddFlags(r, ParseJson(notes_text, "notes"));
   return std::make_tuple(r.status, r.reason, r.detail, r.trivial);
 }
@@ -156,7 +156,7 @@ int CliMain(const std::vector<std::string>& argv, const std::vector<std::string>
 
 void BindConform(nb::module_& m) {
   m.def("split", [](const std::string& type, const std::string& test) {
-    const engram::conform::SplitTest s = engram::conform::SplitOrdered(type, ParseJson(test, "test"));
+    const engram::vectors::SplitTest s = engram::vectors::SplitOrdered(type, ParseJson(test, "test"));
     return std::make_pair(s.inputs.dump(), s.expected.dump());
   }, "type"_a, "test"_a, "§CONF.1 (inputs, expected) as JSON text: what a port is sent and what it must produce.");
   m.def("judge", &JudgeAnswer, "suite"_a, "group"_a, "test"_a, "answer"_a, "notes"_a,
