@@ -1,4 +1,4 @@
-// The tests of the ABI 1.1 suites mapped onto the C ABI (§CONF.3): each takes a
+// The tests of every suite mapped onto the C ABI (§CONF.3): each takes a
 // `test` request's group and test (§CONF.2) and returns the outputs the vectors
 // hold, or throws Refused (the library refused) or Unsupported (it does not
 // export the entry point). plugin_host.cc dispatches to them by test type.
@@ -12,6 +12,13 @@
 
 namespace engram::host {
 
+// §RNG.3, §RNG.4, §LAY.3, §HASH.5, §VEC.7, §HASH.9 the ABI 1.0 suites (outputs_hash.cc).
+json BoundedIntegersOutputs(const Api& api, const json& group, const json& test);
+json MultipliersOutputs(const Api& api, const json& group, const json& test);
+json LayoutOutputs(const Api& api, const json& group, const json& test);
+json HashOutputs(const Api& api, const json& group, const json& test);
+json HashStateOutputs(const Api& api, const json& group, const json& test);
+json HashHandoffOutputs(const Api& api, const json& group, const json& test);
 // §STO.11 fp8_decode, table_lookup, tp_shard (outputs_storage.cc).
 json StorageOutputs(const Api& api, const std::string& type, const json& group, const json& test);
 // §TOK TokenMapTest (outputs_token_map.cc).
