@@ -341,6 +341,161 @@ void KeepUnshrunk(const Options& o, const vectors::RandomSuite& gen, int64_t i, 
   out.results.push_back(std::move(f));
 }
 
+bool SuiteTally::ShrinksNextFailure(const Options& o) const {
+  // §CONF.7 beyond --max-shrunk a failing case is kept and counted as it failed, not shrunk (a nightly that
+  // keeps drawing after the first bug reports how often it recurs without shrinking every instance).
+  return o.max_shrunk < 0 || failures - unshrunk < o.max_shrunk;
+}
+
+std::string SuiteTally::StopAfterCase(const Options& o, bool past_deadline) const {
+  if (o.max_consecutive_timeouts > 0 && unanswered_in_a_row >= o.max_consecutive_timeouts) return "--max-timeouts";
+  if (o.max_random_failures > 0 && failures >= o.max_random_failures) return "--max-random-failures";
+  // §CONF.7 a time budget per suite: the cases judged so far count, the rest are not drawn.
+  if (past_deadline) return "--random-seconds";
+  return "";
+}
+
+std::string SuiteTally::Line(const std::string& suite, int64_t trivial, int64_t range) const {
+  std::string line = "random: " + suite + ": " + std::to_string(asked) + " case(s) asked";
+  if (trivial > 0) line += " (" + std::to_string(trivial) + " trivial passes not counted as tested)";
+  if (out_of_scope > 0) line += ", " + std::to_string(out_of_scope) + " of another profile not asked";
+  if (failures > 0) line += ", " + std::to_string(failures) + " failing";
+  if (unshrunk > 0) line += " (" + std::to_string(unshrunk) + " of them not shrunk: --max-shrunk)";
+  if (!stopped.empty() && drawn < range) line += " (stopped after case " + std::to_string(drawn) + ": " + stopped + ")";
+  if (abandoned > 0) {
+    line += " (" + std::to_string(abandoned) + " request(s) written ahead were not waited for at the time budget; the "
+            "implementation was stopped)";
+  }
+  return line;
+}
+
+namespace {
+
+// What one suite's random phase shares with the run: the options, the peer, the claims and the run's record.
+struct RandomContext {
+  const Options& o;
+  Peer& peer;
+  const Claims& claims;
+  const std::set<std::string>& declared;
+  RandomRun& out;
+  std::ostream& progress;
+  Clock::time_point start;
+  Clock::time_point last_progress;
+};
+
+// Judges the reply to the case at the window's front and records it: counted, kept unshrunk, or shrunk.
+void JudgeFront(RandomContext& x, const vectors::RandomSuite& gen, std::deque<Pending>& window, Pending& p,
+                const Peer::Reply& reply, SuiteTally& t, CaseDigest& digest, json& shrunk_report,
+                Clock::time_point deadline) {
+  ++t.asked;
+  ++x.out.asked;
+  digest.Add(p.prepared.line);
+  TestResult r = JudgeReply(p.prepared, p.c.group, p.c.test, reply);
+  t.unanswered_in_a_row = reply.answered ? 0 : t.unanswered_in_a_row + (reply.counts_as_timeout ? 1 : 0);
+  if (r.status == "fail" && !t.ShrinksNextFailure(x.o)) {
+    ++t.failures;
+    ++t.unshrunk;
+    KeepUnshrunk(x.o, gen, p.index, p.c, std::move(r), x.out);
+  } else if (r.status == "fail") {
+    ++t.failures;
+    t.abandoned += ReceiveAll(x.o, x.peer, window, deadline);  // the answers ahead, read before shrinking asks anew
+    RecordFailure(x.o, x.peer, x.claims, gen, p.index, p.c, r, x.out, shrunk_report, deadline);
+  } else {
+    x.out.counts[Label(gen.suite)].Add(r);  // counted, not kept (§ERR.3)
+  }
+}
+
+// §CONF.7 One suite's random cases: drawn ahead, asked, judged and shrunk in index order.
+void RunRandomSuite(RandomContext& x, const vectors::RandomSuite& gen) {
+  const Options& o = x.o;
+  SuiteTally t;
+  json shrunk_report = json::array();
+  // §CONF.9 a shard draws its share of the indices, the same cases a whole run draws there.
+  const auto [first, end] = ShardRange(o.random_cases, o.shard.index, o.shard.count);
+  const auto suite_start = Clock::now();
+  x.out.ranges[Label(gen.suite)] = {first, end};
+  CaseDigest& digest = x.out.digests[Label(gen.suite)];
+  x.out.counts[Label(gen.suite)];  // a shard with no case of a suite still reports its counts
+  vectors::CaseStream stream(gen, o.random_seed, end - first, o.random_threads, 256, x.declared, first);
+  // §CONF.2 A bounded pipeline: the cases ahead of the one being judged are drawn and their requests written
+  // (Peer::Send), so the implementation computes them meanwhile. Each case is still counted, digested, judged
+  // and shrunk in index order, exactly as one at a time: drawing further than a stop changes no count, and
+  // the answers written ahead of a stop are read and dropped.
+  std::deque<Pending> window;
+  std::vector<vectors::RandomCase> spent;
+  int64_t next_draw = first;
+  bool draw_failed = false;
+  // §CONF.7 --random-seconds bounds the suite's time, answers awaited included.
+  const Clock::time_point deadline =
+      o.random_seconds > 0 ? suite_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.random_seconds))
+                           : Clock::time_point::max();
+  while (t.stopped.empty()) {
+    FillWindow(o, x.claims, gen, stream, window, spent, next_draw, end, draw_failed);
+    if (window.empty()) break;
+    if (Clock::now() >= deadline) {
+      t.stopped = "--random-seconds";
+      break;
+    }
+    SendAhead(o, x.peer, window, deadline);
+    Pending& p = window.front();
+    if (!p.generator_error.empty()) {
+      x.out.suite_problems[Label(gen.suite)].push_back("case " + std::to_string(p.index + 1) +
+                                                       " could not be generated: " + p.generator_error);
+      t.stopped = "a generator error";
+      break;
+    }
+    ++t.drawn;
+    if (!p.in_scope) {
+      ++t.out_of_scope;
+      spent.push_back(std::move(p.c));
+      window.pop_front();
+      continue;
+    }
+    bool cut = false;
+    const int64_t ahead = std::max<int64_t>(1, static_cast<int64_t>(x.peer.InFlight()));  // this request and those after
+    Peer::Reply reply = TakeReply(x.peer, window, Wait(o, deadline, &cut));
+    if (cut && !reply.answered && reply.failure == "timeout") {
+      // The budget ran out while waiting: the case is not judged (nor counted), and what was written ahead is
+      // not waited for.
+      t.abandoned += ahead;
+      x.peer.Abandon();
+      Unsend(window);
+      t.stopped = "--random-seconds";
+      break;
+    }
+    const int64_t i = p.index;
+    JudgeFront(x, gen, window, p, reply, t, digest, shrunk_report, deadline);
+    spent.push_back(std::move(p.c));
+    window.pop_front();
+    const auto now = Clock::now();
+    if (now - x.last_progress >= std::chrono::seconds(2)) {
+      x.last_progress = now;
+      x.progress << "random: " << gen.suite << " " << (i + 1) << "/" << o.random_cases << " cases, " << t.failures
+                 << " failing, " << std::chrono::duration<double>(now - x.start).count() << " s elapsed\n"
+                 << std::flush;
+    }
+    t.stopped = t.StopAfterCase(o, now >= deadline);
+    if (t.stopped == "--max-timeouts") {
+      x.out.suite_problems[Label(gen.suite)].push_back("stopped after " + std::to_string(t.unanswered_in_a_row) +
+                                                       " consecutive unanswered cases (--max-timeouts)");
+    }
+  }
+  // Requests written ahead of a stop: their answers are read and dropped, so that the next suite (or bye)
+  // reads its own; not past the time budget.
+  t.abandoned += ReceiveAll(o, x.peer, window, deadline);
+  x.out.lines.push_back(t.Line(gen.suite, x.out.counts[Label(gen.suite)].trivial, end - first));
+  for (const json& s : shrunk_report) {
+    x.out.lines.push_back("random: " + gen.suite + " case " + s["case"].dump() + " (" + s["type"].get<std::string>() +
+                          ", " + s["reason"].get<std::string>() + "): shrunk from " + s["before"].get<std::string>() +
+                          " to " + s["after"].get<std::string>());
+  }
+  x.out.report["suites"][gen.suite] = {{"drawn", t.drawn}, {"asked", t.asked}, {"otherProfile", t.out_of_scope},
+                                       {"failing", t.failures}, {"shrunk", shrunk_report}};
+  if (o.shard.Partial()) x.out.report["suites"][gen.suite]["cases"] = {first, end};
+}
+
+}  // namespace
+
 RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ostream& progress) {
   RandomRun out;
   out.report = {{"seed", o.random_seed}, {"casesPerSuite", o.random_cases}, {"generator", vectors::kRandomVersion},
@@ -348,143 +503,11 @@ RandomRun RunRandom(const Options& o, Peer& peer, const Claims& claims, std::ost
   out.lines.push_back("random: seed " + std::to_string(o.random_seed) + ", " + std::to_string(o.random_cases) +
                       " cases per suite (" + vectors::kRandomVersion + ", spec " + vectors::kSpecVersion + ")");
   const std::set<std::string> declared = DeclaredFeatures(o, claims, out);
-  const auto start = Clock::now();
-  auto last_progress = start;
+  RandomContext x{o, peer, claims, declared, out, progress, Clock::now(), Clock::now()};
   for (const vectors::RandomSuite& gen : vectors::RandomSuites()) {
     if (!o.suites.empty() && o.suites.count(gen.suite) == 0) continue;
     if (!claims.Suite(gen.suite)) continue;
-    int64_t drawn = 0, asked = 0, out_of_scope = 0, failures = 0, unshrunk = 0, unanswered_in_a_row = 0;
-    std::string stopped;  // why drawing stopped early
-    json shrunk_report = json::array();
-    // Drawn ahead while the implementation answers (the order and the cases
-    // are those of DrawCase); the stream stops its workers when this suite
-    // stops early.
-    // §CONF.9 a shard draws its share of the indices, the same cases a whole
-    // run draws there.
-    const auto [first, end] = ShardRange(o.random_cases, o.shard.index, o.shard.count);
-    const auto suite_start = Clock::now();
-    out.ranges[Label(gen.suite)] = {first, end};
-    CaseDigest& digest = out.digests[Label(gen.suite)];
-    out.counts[Label(gen.suite)];  // a shard with no case of a suite still reports its counts
-    vectors::CaseStream stream(gen, o.random_seed, end - first, o.random_threads, 256, declared, first);
-    // §CONF.2 A bounded pipeline: the cases ahead of the one being judged
-    // are drawn and their requests written (Peer::Send), so the
-    // implementation computes them meanwhile. Each case is still counted,
-    // digested, judged and shrunk in index order, exactly as one at a time:
-    // drawing further than a stop (a failure, --max-timeouts) changes no
-    // count, and the answers written ahead of a stop are read and dropped.
-    std::deque<Pending> window;
-    std::vector<vectors::RandomCase> spent;
-    int64_t next_draw = first;
-    bool draw_failed = false;
-    auto stop_suite = [&](const std::string& why) { stopped = why; };
-    // §CONF.7 --random-seconds bounds the suite's time, answers awaited included.
-    const Clock::time_point deadline =
-        o.random_seconds > 0 ? suite_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.random_seconds))
-                             : Clock::time_point::max();
-    int64_t abandoned = 0;  // requests written ahead and not waited for at the budget
-    while (stopped.empty()) {
-      FillWindow(o, claims, gen, stream, window, spent, next_draw, end, draw_failed);
-      if (window.empty()) break;
-      if (Clock::now() >= deadline) {
-        stop_suite("--random-seconds");
-        break;
-      }
-      SendAhead(o, peer, window, deadline);
-      Pending& p = window.front();
-      if (!p.generator_error.empty()) {
-        out.suite_problems[Label(gen.suite)].push_back("case " + std::to_string(p.index + 1) + " could not be generated: " + p.generator_error);
-        stop_suite("a generator error");
-        break;
-      }
-      ++drawn;
-      if (!p.in_scope) {
-        ++out_of_scope;
-        spent.push_back(std::move(p.c));
-        window.pop_front();
-        continue;
-      }
-      bool cut = false;
-      const int64_t ahead = std::max<int64_t>(1, static_cast<int64_t>(peer.InFlight()));  // this request and those after it
-      Peer::Reply reply = TakeReply(peer, window, Wait(o, deadline, &cut));
-      if (cut && !reply.answered && reply.failure == "timeout") {
-        // The budget ran out while waiting: the case is not judged (nor
-        // counted), and what was written ahead is not waited for.
-        abandoned += ahead;
-        peer.Abandon();
-        Unsend(window);
-        stop_suite("--random-seconds");
-        break;
-      }
-      ++asked;
-      ++out.asked;
-      digest.Add(p.prepared.line);
-      const int64_t i = p.index;
-      TestResult r = JudgeReply(p.prepared, p.c.group, p.c.test, reply);
-      unanswered_in_a_row = reply.answered ? 0 : unanswered_in_a_row + (reply.counts_as_timeout ? 1 : 0);
-      if (r.status == "fail" && o.max_shrunk >= 0 && failures - unshrunk >= o.max_shrunk) {
-        // §CONF.7 beyond --max-shrunk: kept and counted as it failed, not shrunk (a nightly that keeps drawing
-        // after the first bug reports how often it recurs without shrinking every instance)
-        ++failures;
-        ++unshrunk;
-        KeepUnshrunk(o, gen, i, p.c, std::move(r), out);
-      } else if (r.status == "fail") {
-        ++failures;
-        abandoned += ReceiveAll(o, peer, window, deadline);  // the answers ahead, read before shrinking asks anew
-        RecordFailure(o, peer, claims, gen, i, p.c, r, out, shrunk_report, deadline);
-      } else {
-        out.counts[Label(gen.suite)].Add(r);  // counted, not kept (§ERR.3)
-      }
-      spent.push_back(std::move(p.c));
-      window.pop_front();
-      const auto now = Clock::now();
-      if (now - last_progress >= std::chrono::seconds(2)) {
-        last_progress = now;
-        progress << "random: " << gen.suite << " " << (i + 1) << "/" << o.random_cases << " cases, " << failures
-                 << " failing, " << std::chrono::duration<double>(now - start).count() << " s elapsed\n"
-                 << std::flush;
-      }
-      if (o.max_consecutive_timeouts > 0 && unanswered_in_a_row >= o.max_consecutive_timeouts) {
-        out.suite_problems[Label(gen.suite)].push_back("stopped after " + std::to_string(unanswered_in_a_row) +
-                                                       " consecutive unanswered cases (--max-timeouts)");
-        stop_suite("--max-timeouts");
-        break;
-      }
-      if (o.max_random_failures > 0 && failures >= o.max_random_failures) {
-        stop_suite("--max-random-failures");
-        break;
-      }
-      // §CONF.7 a time budget per suite: the cases judged so far count, the
-      // rest are not drawn (the line says where and why it stopped).
-      if (now >= deadline) {
-        stop_suite("--random-seconds");
-        break;
-      }
-    }
-    // Requests written ahead of a stop: their answers are read and dropped,
-    // so that the next suite (or bye) reads its own; not past the time budget.
-    abandoned += ReceiveAll(o, peer, window, deadline);
-    std::string line = "random: " + gen.suite + ": " + std::to_string(asked) + " case(s) asked";
-    if (const Counts& c = out.counts[Label(gen.suite)]; c.trivial > 0) {
-      line += " (" + std::to_string(c.trivial) + " trivial passes not counted as tested)";
-    }
-    if (out_of_scope > 0) line += ", " + std::to_string(out_of_scope) + " of another profile not asked";
-    if (failures > 0) line += ", " + std::to_string(failures) + " failing";
-    if (unshrunk > 0) line += " (" + std::to_string(unshrunk) + " of them not shrunk: --max-shrunk)";
-    if (!stopped.empty() && drawn < end - first) line += " (stopped after case " + std::to_string(drawn) + ": " + stopped + ")";
-    if (abandoned > 0) {
-      line += " (" + std::to_string(abandoned) + " request(s) written ahead were not waited for at the time budget; the "
-              "implementation was stopped)";
-    }
-    out.lines.push_back(line);
-    for (const json& s : shrunk_report) {
-      out.lines.push_back("random: " + gen.suite + " case " + s["case"].dump() + " (" + s["type"].get<std::string>() +
-                          ", " + s["reason"].get<std::string>() + "): shrunk from " + s["before"].get<std::string>() +
-                          " to " + s["after"].get<std::string>());
-    }
-    out.report["suites"][gen.suite] = {{"drawn", drawn}, {"asked", asked}, {"otherProfile", out_of_scope},
-                                       {"failing", failures}, {"shrunk", shrunk_report}};
-    if (o.shard.Partial()) out.report["suites"][gen.suite]["cases"] = {first, end};
+    RunRandomSuite(x, gen);
   }
   if (out.asked == 0) out.lines.push_back("random: no random case was drawn (no claimed suite with a generator)");
   out.lines.push_back("random: replay with: " + ReplayLine(o));

@@ -39,6 +39,20 @@ struct RandomRun {
   std::map<std::string, CaseDigest> digests;
 };
 
+// §CONF.7 One suite's tally in the random phase: what was drawn, asked and failed, and why drawing stopped.
+struct SuiteTally {
+  int64_t drawn = 0, asked = 0, out_of_scope = 0, failures = 0, unshrunk = 0, unanswered_in_a_row = 0;
+  int64_t abandoned = 0;  // requests written ahead and not waited for at the time budget
+  std::string stopped;    // the limit that stopped drawing early, or ""
+  // Whether the next failing case is shrunk (--max-shrunk counts the shrunk ones; negative: every one).
+  bool ShrinksNextFailure(const Options& o) const;
+  // After a judged case: the limit this suite has reached (--max-timeouts, --max-random-failures,
+  // --random-seconds, in that order), or "" to draw on.
+  std::string StopAfterCase(const Options& o, bool past_deadline) const;
+  // The suite's summary line, `trivial` passes not counted, over the `range` cases of its share.
+  std::string Line(const std::string& suite, int64_t trivial, int64_t range) const;
+};
+
 // §CONF.7 Throws engram::Error when --save-failures names something that is
 // neither missing nor an empty directory, or that cannot be created.
 void CheckSaveFailures(const std::filesystem::path& dir);
