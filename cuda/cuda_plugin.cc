@@ -3,7 +3,7 @@
 // libengram_cuda_plugin.so exports the C ABI of conformance/include/engram/
 // conformance.h for what the CUDA implementation computes, so that
 // `engram conform --lib` checks it through the same plug-in host as the
-// reference and any port (issue #5: the runner has no special path for it).
+// reference and any port: the runner has no special path for it.
 //
 // Every answer comes from the engram::cuda classes, on one backend chosen once
 // per process (Chosen() below):

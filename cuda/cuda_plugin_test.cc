@@ -1,5 +1,5 @@
 // cuda/cuda_plugin_test.cc — libengram_cuda_plugin.so through `engram conform --lib`
-// (spec §CONF.3, issue #5): the CUDA implementation is checked against the
+// (spec §CONF.3): the CUDA implementation is checked against the
 // vectors by the same runner and plug-in host as the reference and any port.
 //
 //  * host emulation (ENGRAM_CUDA_PLUGIN_BACKEND=host, runs everywhere): every

@@ -6,7 +6,7 @@
 //
 //  * KernelCode.HotKernelsDivideNo64BitIntegers: the gather, mix, hash,
 //    state, lookup and float-gather kernels contain no div/rem on 64-bit
-//    integers (#6: "no 64-bit hardware division in the inner loop"; a GPU
+//    integers (no 64-bit hardware division in the inner loop: a GPU
 //    has none, nvcc expands each into a ~70-instruction routine) and call no
 //    functions;
 //  * KernelCode.LookupLoads8AndStores16Bytes: the lookup's one global store
