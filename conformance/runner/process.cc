@@ -346,6 +346,18 @@ std::string PipeHolders(int fd) {
   return out.empty() ? "a process (not found in /proc) " : out;
 }
 
+// /proc/<pid>/stat, or "" when the process is gone: a process that exits
+// between the directory listing and the read makes read() fail with ESRCH,
+// which std::ifstream turns into an exception (it ended a run with abort).
+std::string ProcStat(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  char buf[4096];  // the line is a few hundred bytes: the command name is at most 16
+  const ssize_t n = ::read(fd, buf, sizeof(buf));
+  ::close(fd);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
 // A child of the runner that is not a running implementation.
 struct AdoptedProcess {
   pid_t pid = 0, group = 0;
@@ -361,8 +373,7 @@ std::vector<AdoptedProcess> Adopted(const std::set<pid_t>& live) {
   for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = proc.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(proc.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string stat = ProcStat(proc.path() / "stat");
     const size_t close = stat.rfind(')');  // the command name may hold spaces and parentheses
     if (close == std::string::npos) continue;
     std::istringstream fields(stat.substr(close + 1));
