@@ -79,22 +79,6 @@ struct TestResult {
   nlohmann::ordered_json returned;
 };
 
-// §CONF.4 A vectors directory checked as engram conform checks it before a
-// run (the manifest's digests, regular files only, the spec version, the
-// keys the runner reads, every file against its schema, no valid test
-// without expected outputs; each file within §ERR.4's limit, parsed with
-// unique keys and bounded depth): what the Python package reads vectors
-// through. Throws engram::Error naming the file, test and key.
-struct CheckedVectors {
-  std::string manifest_sha256;
-  std::optional<std::string> released;  // the released set it is (§VEC.13), if any
-  std::map<std::string, nlohmann::ordered_json> suites;  // v1/<name>.json -> its document, key order kept
-};
-// `judged`: the suites checked against their schemas and for expected
-// outputs (as --suite selects them for conform; empty: every suite); the
-// others are digest-checked, parsed and shape-checked only.
-CheckedVectors CheckVectorsDirectory(const std::filesystem::path& dir, const std::set<std::string>& judged);
-
 // Runs the whole conformance check; prints the summary to `out`; returns the
 // process exit status of §CONF.4: 0 when the verdict is OK (at least one test
 // passed, nothing failed), 1 otherwise, 2 when the run could not start.

@@ -206,6 +206,19 @@ std::vector<std::string> LevelLines(const std::vector<LevelOutcome>& levels, con
   return lines;
 }
 
+RunRecord RunRecordOf(const Options& o) {
+  RunRecord r;
+  r.suites = o.suites;
+  r.profile = o.profile ? json(*o.profile) : json(nullptr);
+  r.features = o.features;
+  r.expect_fail = !o.expect_fail.empty();
+  r.random_only = o.random_only;
+  r.random_cases = o.random_cases;
+  r.seed = o.random_seed;
+  r.seed_drawn = o.seed_drawn;
+  return r;
+}
+
 json VerdictRecord(const Claims& claims, const RunRecord& run, const Verdict& verdict,
                    const std::vector<LevelOutcome>& levels, const std::string& date) {
   json record;

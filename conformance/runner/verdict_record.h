@@ -87,6 +87,9 @@ struct RunRecord {
   bool seed_drawn = false;
   std::vector<uint64_t> shard_seeds;  // a merge of shards that each drew a seed: theirs, in shard order
 };
+// §CONF.8 The options the verdict record names, from one process's options
+// (a merge sets shard_seeds itself).
+RunRecord RunRecordOf(const Options& o);
 
 // §CONF.8 The verdict record (its JSON Schema: conformance/schema/verdict.schema.json).
 // `date` is the UTC time of the run ("YYYY-MM-DDTHH:MM:SSZ").

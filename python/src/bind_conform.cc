@@ -27,6 +27,7 @@
 #include "conformance/runner/report.h"
 #include "conformance/runner/runner.h"
 #include "conformance/runner/shard.h"
+#include "conformance/runner/vector_set.h"
 #include "python/src/bind.h"
 #include "vectors/compare.h"
 #include "vectors/trivial.h"
