@@ -42,10 +42,10 @@
 #include "base/error.h"
 #include "reference/fusion.h"
 #include "reference/hash.h"
-#include "reference/testutil/hash_gen.h"
 #include "reference/layout.h"
 #include "reference/storage.h"
 #include "reference/token_map.h"
+#include "testutil/hash_gen.h"
 
 namespace engram::cuda {
 namespace {
@@ -81,7 +81,7 @@ void WriteFailCase(const std::string& property, nlohmann::ordered_json group, nl
 
 // ---------------------------------------------------------------------------
 // Generators: those of the reference's hash properties
-// (reference/testutil/hash_gen.h), and permutations
+// (testutil/hash_gen.h), and permutations
 // ---------------------------------------------------------------------------
 
 using testutil::DrawChunks;

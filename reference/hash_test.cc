@@ -26,11 +26,11 @@
 #include <nlohmann/json.hpp>
 
 #include "reference/config.h"
-#include "reference/testutil/hash_gen.h"
 #include "base/error.h"
 #include "reference/layout.h"
 #include "reference/random.h"
 #include "reference/token_map.h"
+#include "testutil/hash_gen.h"
 
 namespace engram {
 namespace {
@@ -73,7 +73,7 @@ Layout LayoutFromJson(const nlohmann::json& doc, int64_t v, int64_t pad) {
 // Random scenarios for the properties
 // ---------------------------------------------------------------------------
 
-// The generators shared with cuda/engram_cuda_test.cc (reference/testutil/hash_gen.h).
+// The generators shared with cuda/engram_cuda_test.cc (testutil/hash_gen.h).
 using testutil::DrawChunks;
 using testutil::DrawId;
 using testutil::DrawLayout;

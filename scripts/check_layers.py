@@ -9,10 +9,13 @@ the ground up:
   0  conformance/include/   the plug-in C ABI header (includes nothing)
   1  reference/             the scalar reference, one file per spec section
   2  vectors/               the generator, verifier, random cases, comparison
-  3  conformance/runner/, conformance/plugins/, conformance/testutil/
+  3  conformance/runner/, conformance/plugins/
   4  conformance/host/       the C-ABI plug-in host (it reads requests as the runner does)
   5  conformance/cli/, conformance/badinput/, conformance/fuzz/
   6  cuda/, docs/, packaging/, python/ (the Python module: it runs the CLI's commands too)
+  7  testutil/              what the tests share; test code (a *_test.cc, a
+                            *_test_util.h, testutil/ itself) includes it from any
+                            floor, and no other file may
 
 An arrow may run down or stay inside its own part; one that runs up, or
 sideways between two parts of a floor, is a finding. The drawing
@@ -36,7 +39,6 @@ PARTS = [  # (part, floor, how an include names it)
     ("vectors", 2, "vectors/"),
     ("conformance/runner", 3, "conformance/runner/"),
     ("conformance/plugins", 3, "conformance/plugins/"),
-    ("conformance/testutil", 3, "conformance/testutil/"),
     ("conformance/host", 4, "conformance/host/"),
     ("conformance/cli", 5, "conformance/cli/"),
     ("conformance/badinput", 5, "conformance/badinput/"),
@@ -45,6 +47,7 @@ PARTS = [  # (part, floor, how an include names it)
     ("cuda", 6, "cuda/"),
     ("docs", 6, "docs/"),
     ("packaging", 6, "packaging/"),
+    ("testutil", 7, "testutil/"),
 ]
 FLOOR = {p: f for p, f, _ in PARTS}
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
@@ -74,10 +77,11 @@ def arrows():
         src = part_of_file(rel)
         if src is None:
             continue
+        test_code = src == "testutil" or rel.endswith(("_test.cc", "_test_util.h"))
         for name in INCLUDE.findall(path.read_text(encoding="utf-8", errors="replace")):
             dst = part_of_include(name)
-            if dst is None or dst == src:
-                continue
+            if dst is None or dst == src or (dst == "testutil" and test_code):
+                continue  # a test's include of its helpers is no arrow between floors
             found[(src, dst)] += 1
             where.setdefault((src, dst), f"{rel} includes {name}")
     return found, where
@@ -102,6 +106,7 @@ def main(argv) -> int:
     bad = [(s, d) for (s, d) in found if FLOOR[d] > FLOOR[s] or (FLOOR[d] == FLOOR[s] and s != d)]
     for s, d in sorted(bad):
         up = "up" if FLOOR[d] > FLOOR[s] else "sideways"
+        up += " (only test code includes testutil/)" if d == "testutil" else ""
         print(f"check_layers: {s} (floor {FLOOR[s]}) -> {d} (floor {FLOOR[d]}) runs {up}: {where[(s, d)]}"
               f" ({found[(s, d)]} include lines)", file=sys.stderr)
     text = dot(found)

@@ -1,8 +1,8 @@
-// What the end-to-end tests of `engram conform` share (runner_test.cc,
-// random_test.cc): running the CLI, the paths (the scratch directory and the
-// vectors: vectors/vectors_test_util.h).
-#ifndef ENGRAM_CONFORMANCE_RUNNER_CONFORM_TEST_UTIL_H_
-#define ENGRAM_CONFORMANCE_RUNNER_CONFORM_TEST_UTIL_H_
+// What the end-to-end tests of `engram conform` share (conformance/runner/
+// runner_test.cc, random_test.cc, ...): running the CLI, the paths (the
+// scratch directory and the vectors: testutil/vectors.h).
+#ifndef ENGRAM_TESTUTIL_CONFORM_H_
+#define ENGRAM_TESTUTIL_CONFORM_H_
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/program_paths.h"
-#include "vectors/vectors_test_util.h"
+#include "testutil/vectors.h"
 
 namespace engram::conform::test {
 
@@ -81,4 +81,4 @@ inline size_t LayoutsIn(const std::string& suite) {
 
 }  // namespace engram::conform::test
 
-#endif  // ENGRAM_CONFORMANCE_RUNNER_CONFORM_TEST_UTIL_H_
+#endif  // ENGRAM_TESTUTIL_CONFORM_H_

@@ -1,13 +1,13 @@
-// reference/testutil/hash_gen.h — the RapidCheck generators of the hash
-// properties (tests only, header-only, like conformance/testutil/): random
+// testutil/hash_gen.h — the RapidCheck generators of the hash
+// properties (header-only, like everything in testutil/): random
 // layouts, compressed ids and chunkings, shared by reference/hash_test.cc (the
 // reference's laws) and cuda/engram_cuda_test.cc (engram::cuda against the
 // reference), so that both draw their cases from one definition.
 //
 // rc::gen::inRange scales with the test size and yields its lower bound at
 // size 0, so lengths are drawn as non-empty chunks plus explicit zeros.
-#ifndef ENGRAM_REFERENCE_TESTUTIL_HASH_GEN_H_
-#define ENGRAM_REFERENCE_TESTUTIL_HASH_GEN_H_
+#ifndef ENGRAM_TESTUTIL_HASH_GEN_H_
+#define ENGRAM_TESTUTIL_HASH_GEN_H_
 
 #include <rapidcheck.h>
 
@@ -107,4 +107,4 @@ std::vector<Int> DrawChunks(Int n, bool decode_steps = false) {
 
 }  // namespace engram::testutil
 
-#endif  // ENGRAM_REFERENCE_TESTUTIL_HASH_GEN_H_
+#endif  // ENGRAM_TESTUTIL_HASH_GEN_H_

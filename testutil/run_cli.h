@@ -3,8 +3,8 @@
 // CLI's tests (conformance/cli/*_test.cc) and the ports' fixtures
 // (port_fixtures_test.cc). The test program must be given ENGRAM_CLI and
 // ENGRAM_SOURCE_DIR (engram_program_paths in CMake, base/program_paths.h).
-#ifndef ENGRAM_CONFORMANCE_TESTUTIL_RUN_CLI_H_
-#define ENGRAM_CONFORMANCE_TESTUTIL_RUN_CLI_H_
+#ifndef ENGRAM_TESTUTIL_RUN_CLI_H_
+#define ENGRAM_TESTUTIL_RUN_CLI_H_
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -80,4 +80,4 @@ inline const std::string kDemo = std::string(ENGRAM_SOURCE_DIR) + "/conformance/
 
 }  // namespace engram::testutil
 
-#endif  // ENGRAM_CONFORMANCE_TESTUTIL_RUN_CLI_H_
+#endif  // ENGRAM_TESTUTIL_RUN_CLI_H_

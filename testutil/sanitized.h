@@ -4,8 +4,8 @@
 // that repeat one code path over many random cases draw fewer there
 // (SanitizedCount), since the sanitizers look for errors along code paths,
 // which a few dozen cases already walk (the release build draws them all).
-#ifndef ENGRAM_BASE_SANITIZED_H_
-#define ENGRAM_BASE_SANITIZED_H_
+#ifndef ENGRAM_TESTUTIL_SANITIZED_H_
+#define ENGRAM_TESTUTIL_SANITIZED_H_
 
 namespace engram::testutil {
 
@@ -26,4 +26,4 @@ inline constexpr long long SanitizedCount(long long n, long long sanitized) { re
 
 }  // namespace engram::testutil
 
-#endif  // ENGRAM_BASE_SANITIZED_H_
+#endif  // ENGRAM_TESTUTIL_SANITIZED_H_

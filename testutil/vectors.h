@@ -1,10 +1,10 @@
 // What the tests of vectors/ and of the runner above it share
-// (vectors/*_test.cc, conformance/runner/conform_test_util.h and
+// (vectors/*_test.cc, testutil/conform.h and conformance/runner/
 // plugin_test.cc): a scratch directory, reading a file whole, the committed
 // vectors and their tests found by what they are, the python of the optional
 // checks.
-#ifndef ENGRAM_VECTORS_VECTORS_TEST_UTIL_H_
-#define ENGRAM_VECTORS_VECTORS_TEST_UTIL_H_
+#ifndef ENGRAM_TESTUTIL_VECTORS_H_
+#define ENGRAM_TESTUTIL_VECTORS_H_
 
 #include <unistd.h>
 
@@ -104,4 +104,4 @@ inline std::string Python() {
 
 }  // namespace engram::vectors::test
 
-#endif  // ENGRAM_VECTORS_VECTORS_TEST_UTIL_H_
+#endif  // ENGRAM_TESTUTIL_VECTORS_H_

@@ -13,9 +13,9 @@
 
 #include "base/program_paths.h"
 #include "reference/fusion.h"
+#include "testutil/vectors.h"
 #include "vectors/compare.h"
 #include "vectors/suite_fusion.h"
-#include "vectors/vectors_test_util.h"
 
 // A namespace of its own: the suite's files are compiled together (unity build).
 namespace compare_test {

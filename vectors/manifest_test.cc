@@ -10,9 +10,9 @@
 
 #include "base/program_paths.h"
 #include "base/sha256.h"
+#include "testutil/vectors.h"
 #include "vectors/generator.h"
 #include "vectors/manifest.h"
-#include "vectors/vectors_test_util.h"
 
 namespace manifest_test {
 namespace {

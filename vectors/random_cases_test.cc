@@ -20,11 +20,11 @@
 
 #include "base/error.h"
 #include "base/program_paths.h"
-#include "base/sanitized.h"
 #include "base/sha256.h"
+#include "testutil/sanitized.h"
+#include "testutil/vectors.h"
 #include "vectors/generator.h"
 #include "vectors/random_cases.h"
-#include "vectors/vectors_test_util.h"
 
 // A namespace of its own: the suite's files are compiled together (unity build).
 namespace random_cases_test {

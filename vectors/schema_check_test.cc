@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "vectors/vectors_test_util.h"
+#include "testutil/vectors.h"
 
 namespace schema_check_test {
 namespace {

@@ -11,10 +11,10 @@
 #include "base/error.h"
 #include "reference/config.h"
 #include "reference/hash.h"
+#include "testutil/vectors.h"
 #include "vectors/generator.h"
 #include "vectors/serving.h"
 #include "vectors/suite.h"
-#include "vectors/vectors_test_util.h"
 
 // A namespace of its own: the suite's files are compiled together (unity build).
 namespace engram::vectors::serving_test {

@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/program_paths.h"
+#include "testutil/vectors.h"
 #include "vectors/trivial.h"
-#include "vectors/vectors_test_util.h"
 
 namespace trivial_test {
 namespace {

@@ -40,10 +40,10 @@
 #include "base/program_paths.h"
 #include "base/hex.h"
 #include "base/sha256.h"
-#include "base/sanitized.h"
 #include "base/version.h"
 #include "reference/token_map.h"
 #include "vectors/random_cases.h"
+#include "testutil/sanitized.h"
 
 namespace {
 

@@ -18,8 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/program_paths.h"
-#include "conformance/testutil/run_cli.h"
-#include "base/sanitized.h"
+#include "testutil/run_cli.h"
+#include "testutil/sanitized.h"
 
 namespace {
 

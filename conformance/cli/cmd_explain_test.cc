@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/hex.h"
-#include "conformance/testutil/run_cli.h"
+#include "testutil/run_cli.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "conformance/testutil/run_cli.h"
+#include "testutil/run_cli.h"
 
 namespace {
 

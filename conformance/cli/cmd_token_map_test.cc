@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "conformance/testutil/run_cli.h"
+#include "testutil/run_cli.h"
 
 namespace {
 

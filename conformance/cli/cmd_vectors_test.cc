@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "conformance/testutil/run_cli.h"
-#include "base/sanitized.h"
+#include "testutil/run_cli.h"
+#include "testutil/sanitized.h"
 
 namespace {
 

@@ -31,7 +31,7 @@
 #include "engram/conformance.h"
 #include "reference/fusion.h"
 #include "vectors/suite_fusion.h"
-#include "vectors/vectors_test_util.h"
+#include "testutil/vectors.h"
 
 // A namespace of its own: the suite's files are compiled together (unity build).
 namespace plugin_test {
@@ -41,7 +41,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;  // key order matters: §CONF.1 splits at "result"
 using ojson = nlohmann::ordered_json;
 using testing::HasSubstr;
-// The committed vectors, and their tests found by what they are (vectors/vectors_test_util.h).
+// The committed vectors, and their tests found by what they are (testutil/vectors.h).
 using engram::vectors::test::AnyValid;
 using engram::vectors::test::Case;
 using engram::vectors::test::Find;

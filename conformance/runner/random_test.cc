@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/program_paths.h"
-#include "base/sanitized.h"
-#include "conformance/runner/conform_test_util.h"
+#include "testutil/conform.h"
+#include "testutil/sanitized.h"
 #include "vectors/generator.h"
 #include "vectors/random_cases.h"
 

@@ -24,8 +24,6 @@
 #include <nlohmann/json.hpp>
 
 #include "base/program_paths.h"
-#include "base/sanitized.h"
-#include "conformance/runner/conform_test_util.h"
 #include "conformance/runner/peer.h"
 #include "conformance/runner/process.h"
 #include "conformance/runner/runner.h"
@@ -35,6 +33,8 @@
 #include "reference/input_files.h"
 #include "vectors/generator.h"
 #include "vectors/manifest.h"
+#include "testutil/conform.h"
+#include "testutil/sanitized.h"
 
 namespace {
 

@@ -20,10 +20,10 @@
 #include <rapidcheck/gtest.h>
 
 #include "base/error.h"
-#include "base/sanitized.h"
-#include "conformance/runner/conform_test_util.h"
 #include "conformance/runner/merge.h"
 #include "conformance/runner/shard.h"
+#include "testutil/conform.h"
+#include "testutil/sanitized.h"
 #include "vectors/random_cases.h"
 
 namespace engram::conform {
@@ -257,7 +257,7 @@ TEST(Shards, OneThreeAndSevenShardsMergeToTheSingleRun) {
   const json s = json::parse(Slurp(single_report));
   ASSERT_EQ(LastLine(single.out).rfind("conformance: OK: ", 0), 0u) << single.out;
   // Under the sanitizers three shards only: one, three and seven walk the same split and merge code, and
-  // each shard is a run of the runner (base/sanitized.h); the release build runs all three counts.
+  // each shard is a run of the runner (testutil/sanitized.h); the release build runs all three counts.
   const std::vector<int> counts = engram::testutil::kSanitized ? std::vector<int>{3} : std::vector<int>{1, 3, 7};
   for (int shards : counts) {
     const std::string paths = RunShards("equal" + std::to_string(shards), shards);

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/sha256.h"
-#include "conformance/runner/conform_test_util.h"
+#include "testutil/conform.h"
 
 namespace {
 

@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/program_paths.h"
-#include "conformance/runner/conform_test_util.h"
+#include "testutil/conform.h"
 #include "vectors/trivial.h"
 
 namespace {
