@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "conformance/runner/conform_test_util.h"
+#include "testutil/conform.h"
 
 namespace {
 
