@@ -2,7 +2,7 @@
 # The reference side of randomized conformance (spec/conformance.md §CONF.7):
 # how many cases per second the generators draw and compute (expected values
 # included), per suite, and, for scale, a whole `engram conform --random` run
-# against the in-tree reference plug-in and the example adapter (generation +
+# against the in-tree reference plug-in and the numpy port (generation +
 # protocol + comparison).
 # Between them, the serving call shapes (serving_v41) beside hash_v41 per kind of case: a packed call of 64
 # requests against a single sequence (the target: at most 4 times; `engram bench random --lib`'s by_kind).
@@ -17,7 +17,7 @@
 #   - the merge time and peak RSS for R listed results (default 10^7; and R/10, to show that the
 #     memory does not grow with them), on synthetic shard reports (scripts/bench_shard_reports.py:
 #     the small run's reports rewritten as a run of R cases that all failed, each result a real
-#     failing result of the example adapter with a planted bug). Needs ENGRAM_PYTHON (numpy) and
+#     failing result of the numpy port with a planted bug). Needs ENGRAM_PYTHON (numpy) and
 #     about 2 x 0.9 KB x R of free space in TMPDIR.
 #
 # Usage: scripts/bench_random.sh [N]            (default N = 20000 cases per suite)
@@ -93,7 +93,7 @@ PY
   for ((i = 0; i < K; i++)); do
     "$BIN" conform --vectors "$ROOT/vectors" --lib "$PLUGIN" --suite hash_v41 --random-only --random $((10 * K)) --seed 1       --shard-index "$i" --shard-count "$K" --report-json "$work/template-$i.json" >/dev/null 2>&1
   done
-  "$BIN" conform --vectors "$ROOT/vectors" --exec "$PY $ROOT/conformance/examples/numpy_adapter.py --bug heads-cap-8"     --suite hash_v41 --random-only --random 40 --seed 1 --shrink-calls 0 --max-random-failures 0     --report-json "$work/failing.json" >/dev/null 2>&1 || true
+  "$BIN" conform --vectors "$ROOT/vectors" --exec "env PYTHONPATH=$ROOT/conformance/python $PY -m engram_numpy_port --bug heads-cap-8"     --suite hash_v41 --random-only --random 40 --seed 1 --shrink-calls 0 --max-random-failures 0     --report-json "$work/failing.json" >/dev/null 2>&1 || true
   python3 -c 'import json, sys
 results = json.load(open(sys.argv[1]))["results"]
 assert results, "the planted bug failed no case"
@@ -195,7 +195,7 @@ if [[ -f "$PLUGIN" ]]; then
   done
 fi
 if [[ -x "$PY" ]]; then
-  e2e "--suite hash_v41 (example adapter, --exec)" $((N / 10)) --exec "$PY $ROOT/conformance/examples/numpy_adapter.py" --suite hash_v41
+  e2e "--suite hash_v41 (numpy port, --exec)" $((N / 10)) --exec "env PYTHONPATH=$ROOT/conformance/python $PY -m engram_numpy_port" --suite hash_v41
 fi
 echo "* cores for 10^9 cases of that suite in 8 hours (one shard per core) at that many cases per CPU-second"
 

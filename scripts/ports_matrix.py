@@ -207,7 +207,9 @@ def build_impl(port, checkout, args, tmp, python=None):
     """The `engram conform` arguments that drive the port: its JSON-lines adapter, or its C-ABI plug-in built
     against the checkout's own source."""
     if port["kind"] == "python":
-        return ["--exec", f"{shlex.quote(python or args.python)} {shlex.quote(os.path.join(ROOT, port['adapter']))} "
+        # the adapters import the in-tree protocol and kit (engram_adapter) from conformance/python
+        return ["--exec", f"env PYTHONPATH={shlex.quote(os.path.join(ROOT, 'conformance', 'python'))} "
+                          f"{shlex.quote(python or args.python)} {shlex.quote(os.path.join(ROOT, port['adapter']))} "
                           f"--checkout {shlex.quote(checkout)}"]
     lib = os.path.join(tmp, f"{port['id']}.so")
     r = subprocess.run([os.path.join(ROOT, port["build"]), checkout, lib], capture_output=True, text=True)

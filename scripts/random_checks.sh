@@ -2,7 +2,7 @@
 # The random-case checks of the docs' statements (ctest random_checks.*; spec/conformance.md §CONF.7):
 #   random_checks.sh facts   ENGRAM            docs/porting.md's per-type statements and facts on random
 #                                              cases of every suite with a generator (scripts/random_facts.py)
-#   random_checks.sh adapter ENGRAM            the example adapter (conformance/examples/numpy_adapter.py)
+#   random_checks.sh adapter ENGRAM            the numpy port (conformance/python/engram_numpy_port)
 #                                              on N random cases of every suite with a generator
 #   random_checks.sh plugin  ENGRAM PLUGIN     the reference plug-in on the same cases
 # N is $ENGRAM_RANDOM_CASES, else $ENGRAM_RANDOM_CASES_CI (what the ctest passes: fewer cases, for the
@@ -45,7 +45,7 @@ conform() {  # runs engram conform on the random cases; every suite with a gener
 
 case "$mode" in
   facts) exec "$py" "$root/scripts/random_facts.py" --engram "$engram" --cases "$n" --seed "$seed" ;;
-  adapter) conform --exec "$py $root/conformance/examples/numpy_adapter.py" ;;
+  adapter) conform --exec "env PYTHONPATH=$root/conformance/python $py -m engram_numpy_port" ;;
   plugin) conform --lib "${3:?the reference plug-in}" ;;
   *) echo "usage: random_checks.sh facts|adapter|plugin ENGRAM [PLUGIN]" >&2; exit 2 ;;
 esac

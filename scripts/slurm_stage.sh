@@ -3,7 +3,7 @@
 # docs/nightly.md): a single-node Slurm (munged, slurmctld, slurmd from Debian's slurm-wlm and
 # munge, configured for this host only, each in the foreground under this script, no systemd)
 # runs `sbatch --array=0-3 --wait` of the random cases against the reference plug-in and then the
-# example adapter; the four shards' reports are merged with `engram report merge` and the merged
+# numpy port; the four shards' reports are merged with `engram report merge` and the merged
 # verdict line, counts and request digests are compared with a single-process run of the same work.
 # Everything it starts is stopped and everything it writes is removed, whatever happens. When Slurm
 # cannot start here it says so and fails: it never skips.
@@ -148,6 +148,6 @@ run_array() {  # name, implementation options...
 }
 run_array plugin --lib "$PLUGIN"
 # The adapter on the random cases of three suites (numpy's start-up is most of a task's time here).
-run_array adapter --exec "$PY $ROOT/conformance/examples/numpy_adapter.py" --random-only --suite hash_v41 --suite hash_demo \
+run_array adapter --exec "env PYTHONPATH=$ROOT/conformance/python $PY -m engram_numpy_port" --random-only --suite hash_v41 --suite hash_demo \
   --suite layout
 echo "slurm stage: OK ($(elapsed "$t0") s)"

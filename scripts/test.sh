@@ -108,7 +108,7 @@ export ENGRAM_NUMPY_HASH_CROSSCHECK="$root/$xdir/hash.json"
 export ENGRAM_HF_TOKEN_MAP_CROSSCHECK="$root/$xdir/token_map.json"
 export ENGRAM_NUMPY_STORAGE_CROSSCHECK="$root/$xdir/storage.json"
 export ENGRAM_NUMPY_FUSION_CROSSCHECK="$root/$xdir/fusion.json"
-export ENGRAM_PYTHON="$root/$py"  # the numpy adapter and planted bugs in conform_tests
+export ENGRAM_PYTHON="$root/$py"  # the numpy port and planted bugs in conform_tests
 
 # docs: the walkthrough's tokenization and the figure, recomputed with HF tokenizers/numpy/sympy
 "$py" docs/walkthrough/tokenize.py --check

@@ -52,7 +52,12 @@ inline Split ConformSplit(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(out), Slurp(err)};
 }
 
-inline const std::string kAdapter = std::string(ENGRAM_SOURCE_DIR) + "/conformance/examples/numpy_adapter.py";
+// The directory of the in-tree Python adapters' packages (the numpy port, the adapters' protocol).
+inline const std::string kPythonPath = std::string(ENGRAM_SOURCE_DIR) + "/conformance/python";
+
+// The numpy port (conformance/python/engram_numpy_port) as an --exec command line, options to follow:
+// ENGRAM_PYTHON run as a module, its package directory on PYTHONPATH.
+inline std::string NumpyPort() { return "env PYTHONPATH=" + kPythonPath + " " + Python() + " -m engram_numpy_port"; }
 
 // The number of tests in the committed vectors/v1/<suite>.json, counted from
 // the file itself (not by the runner): the verdict counts the tests check are

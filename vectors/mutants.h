@@ -6,7 +6,7 @@
 // compares the outcome the way the runner does (exactly, or within the §FUS.9
 // tolerance for float outputs). A port with the bug therefore fails exactly
 // the tests flagged with it, which the planted-bug adapters check
-// (conformance/examples/numpy_adapter.py --bug ..., runner_test.cc).
+// (engram_numpy_port --bug ..., runner_test.cc).
 #ifndef ENGRAM_VECTORS_MUTANTS_H_
 #define ENGRAM_VECTORS_MUTANTS_H_
 
@@ -109,13 +109,13 @@ inline constexpr ConfigGap kConfigGaps[] = {ConfigGap::kDuplicateLayerIds, Confi
 // for n = 61, pow(61, d, 61) = 0 is neither 1 nor n - 1. Its prime search therefore skips 61. The primes
 // [layer][order][head] of `config` as a search that rejects `skipped` draws them (§LAY.2 otherwise).
 std::vector<std::vector<std::vector<int64_t>>> PrimesSkipping(const EngramConfig& config, uint64_t skipped);
-// "MillerRabinWitness61": the flag of that mutant (planted bug: numpy_adapter.py --bug miller-rabin-61).
+// "MillerRabinWitness61": the flag of that mutant (planted bug: engram_numpy_port --bug miller-rabin-61).
 inline constexpr const char* kMillerRabin61Flag = "MillerRabinWitness61";
 
 // "UpstreamDuplicateLayerIds", "UpstreamZeroHeads", "UpstreamMaxNgramOne",
 // "UpstreamNumEmbeddingsUnchecked", "UpstreamExtraBases", "NumEmbeddingsAtLeast".
 std::string ConfigGapFlag(ConfigGap gap);
-// The numpy adapter's bug that plants the gap: "upstream-duplicate-layers",
+// The numpy port's bug that plants the gap: "upstream-duplicate-layers",
 // "upstream-zero-heads", "upstream-max-ngram-1", "upstream-num-embeddings", "upstream-extra-bases",
 // "num-embeddings-at-least".
 std::string ConfigGapBug(ConfigGap gap);

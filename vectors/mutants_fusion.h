@@ -4,7 +4,7 @@
 // Each mutant is the reference (reference/fusion.h) with one bug. The
 // generator runs it on every fusion test and sets the mutant's flag iff the
 // outputs it returns fail the test under the runner's comparison (§CONF.1,
-// §FUS.9); conformance/examples/numpy_adapter.py --bug NAME plants the same
+// §FUS.9); engram_numpy_port --bug NAME plants the same
 // bug, written independently, and conform_tests (PlantedBug) checks that it
 // fails exactly the flagged tests.
 #ifndef ENGRAM_VECTORS_MUTANTS_FUSION_H_
@@ -45,7 +45,7 @@ const std::vector<FusionMutant>& AllFusionMutants();
 // "ConvNormEps", "NonFiniteActivationAccepted", "ConvStateRestart", "ConvRollbackKept",
 // "GateNoSignedRoot", "GateNormEpsZero", "MaskedGateNotZeroed").
 std::string FusionMutantFlag(FusionMutant m);
-// The planted bug of numpy_adapter.py (--bug NAME).
+// The planted bug of engram_numpy_port (--bug NAME).
 std::string FusionMutantBug(FusionMutant m);
 
 // §FUS.4 / §FUS.6 The gate function of `demo` (GD) or v4.1 (G41) as the mutant

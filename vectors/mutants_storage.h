@@ -10,7 +10,7 @@
 //     table_lookup, tp_shard, engram_forward (the v4.1 table rows);
 //   shard bugs (the §STO.7 row-sharded lookup): tp_shard (RowShardTest).
 //
-// The planted bugs of conformance/examples/numpy_adapter.py (--bug NAME, the
+// The planted bugs of conformance/python/engram_numpy_port (--bug NAME, the
 // note's last words) are written independently in Python.
 #ifndef ENGRAM_VECTORS_MUTANTS_STORAGE_H_
 #define ENGRAM_VECTORS_MUTANTS_STORAGE_H_

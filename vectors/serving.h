@@ -74,7 +74,7 @@ inline constexpr ServingMutant kServingMutants[] = {
 // "CrossRequestLeak", "RestartEachCall", "PaddingWritesState", "RejectedDraftsKept", "MaskNotAppliedToHistory"
 // ("" for kNaiveFlatten).
 std::string ServingMutantFlag(ServingMutant m);
-// The numpy adapter's planted bug: "cross-request-leak", "restart-each-call", ..., "naive-flatten".
+// The numpy port's planted bug: "cross-request-leak", "restart-each-call", ..., "naive-flatten".
 std::string ServingMutantBug(ServingMutant m);
 
 // §CON.7 The test's inputs (after tcId ... specRef, before `result`), in key order; room is kept for the

@@ -50,7 +50,7 @@ class SuiteBuilder {
             const std::string& spec_ref);
   // §VEC.12 A KNOWN_DIVERGENCE note. Its claim, appended to `description`, is
   // that a port with the bug fails exactly the tests with this flag, and it
-  // names the planted bug that shows it (conformance/examples/numpy_adapter.py
+  // names the planted bug that shows it (conformance/python/engram_numpy_port
   // --bug `planted_bug`; conform_tests' PlantedBug runs it over every suite).
   // The flag must be computed: set on a test iff a mutant with the bug fails it.
   void Divergence(const std::string& flag, const std::string& description, const std::string& spec_ref,

@@ -330,7 +330,7 @@ namespace {
 
 // §VEC.12 Whether a port with the fusion mutant `m` fails a test, judged as
 // the runner judges (engram::vectors::CompareOrdered, §CONF.1 and §FUS.9): the
-// mutant's outputs, in the shape the numpy adapter returns them ({"float64",
+// mutant's outputs, in the shape the numpy port returns them ({"float64",
 // "float32"} for tolerance outputs, of which the runner reads float64; bf16
 // bits from the mirror), against the expected ones; a different valid /
 // invalid result fails. The same outputs with only the float32 values (a

@@ -99,7 +99,7 @@ std::string ContextLowercaseNormalize(const std::string& text) {
   return NormalizeText(lowered);
 }
 
-// Each variant is a port with one known bug (numpy_adapter.py --bug NAME
+// Each variant is a port with one known bug (engram_numpy_port --bug NAME
 // plants it independently, §VEC.12): kSentinelLess (sentinel-less), a
 // normalizer without the sentinel steps; kContextLowercase
 // (context-lowercase), a lowercase with the word-final sigma rule;
@@ -657,12 +657,12 @@ ojson GenerateTokenMap() {
   return b.Finish();
 }
 
-// §VEC.12 "RawIdOutsideTokenizerPad": LookupPolicy::kOutsideToPad's flag (planted bug: numpy_adapter.py
-// --bug raw-outside-pad).
+// §VEC.12 "RawIdOutsideTokenizerPad": LookupPolicy::kOutsideToPad's flag (planted bug:
+// engram_numpy_port --bug raw-outside-pad).
 constexpr const char* kRawIdOutsidePadFlag = "RawIdOutsideTokenizerPad";
 
-// §VEC.12 "OfficialMaskBroadcast": LookupPolicy::kMaskBroadcast's flag (planted bug: numpy_adapter.py
-// --bug mask-broadcast), noted where first used.
+// §VEC.12 "OfficialMaskBroadcast": LookupPolicy::kMaskBroadcast's flag (planted bug:
+// engram_numpy_port --bug mask-broadcast), noted where first used.
 constexpr const char* kMaskBroadcastFlag = "OfficialMaskBroadcast";
 void NoteMaskBroadcast(SuiteBuilder& b) {
   if (b.HasNote(kMaskBroadcastFlag)) return;

@@ -17,25 +17,25 @@ the upstream code.
   output = value + ShortConv(value); hidden after = output + hidden
 
 It claims gate_demo, short_conv_demo and engram_forward for the demo-v1 profile only. The rows of an
-EngramForwardTest (hash, §STO.10 float table) come from the numpy adapter (conformance/examples/), which
-passes every vector: only the float arithmetic is torch's here.
+EngramForwardTest (hash, §STO.10 float table) come from the numpy port (conformance/python/engram_numpy_port),
+which passes every vector: only the float arithmetic is torch's here.
 
 Requires torch (CPU) — not installed by scripts/setup.sh. Run:
   python3 -m venv /tmp/torchvenv && /tmp/torchvenv/bin/pip install torch numpy
   build/release/conformance/engram conform --vectors vectors --random 2000 --random-only --seed 1 \\
-      --suite short_conv_demo --exec "/tmp/torchvenv/bin/python conformance/crosscheck/torch_demo_fusion.py"
+      --suite short_conv_demo \\
+      --exec "env PYTHONPATH=conformance/python /tmp/torchvenv/bin/python conformance/crosscheck/torch_demo_fusion.py"
 ctest runs it when ENGRAM_TORCH_PYTHON names such a python (TorchCrosscheck.* in conformance/runner/random_test.cc).
 """
-import json
 import math
-import os
 import sys
 
 import torch
 import torch.nn as nn
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
-import numpy_adapter as na  # noqa: E402  (hashing and the float table only)
+# conformance/python on PYTHONPATH: the protocol, and the numpy port for hashing and the float table only
+import engram_numpy_port as na
+from engram_adapter import protocol
 
 torch.set_num_threads(1)
 F32 = torch.float32
@@ -156,28 +156,20 @@ def run_test(type_, group, test):
 def handle(req):
     op = req.get("op")
     if op == "hello":
-        return {"protocol": 1, "name": "torch-demo-v1 (engram_demo_v1.py arithmetic, torch " + torch.__version__ + ")",
-                "version": "1", "suites": SUITES, "profiles": ["demo-v1"], "features": []}
+        return protocol.hello("torch-demo-v1 (engram_demo_v1.py arithmetic, torch " + torch.__version__ + ")", "1",
+                              SUITES, ["demo-v1"])
     try:
         if op == "test":
             if req["suite"] not in SUITES:
-                return {"unsupported": req["suite"]}
+                return protocol.unsupported(req["suite"])
             out = run_test(req["type"], req["group"], req["test"])
-            return {"unsupported": req["type"]} if out is None else {"outputs": out}
+            return protocol.unsupported(req["type"]) if out is None else protocol.outputs(out)
         if op == "bye":
-            return {"bye": True}
-        return {"unsupported": f"op {op}"}
+            return protocol.bye()
+        return protocol.unsupported(f"op {op}")
     except (ValueError, KeyError, TypeError, IndexError, RuntimeError) as e:
-        return {"refused": f"{type(e).__name__}: {e}"}
-
-
-def main():
-    for line in sys.stdin:
-        req = json.loads(line)
-        print(json.dumps(handle(req)), flush=True)
-        if req.get("op") == "bye":
-            break
+        return protocol.refused(e)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(protocol.serve(handle))

@@ -37,7 +37,9 @@ def main():
         for path, source in standin["files"].items():
             os.makedirs(os.path.dirname(os.path.join(checkout, path)) or checkout, exist_ok=True)
             shutil.copy(os.path.join(HERE, source), os.path.join(checkout, path))
-        env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "standins"))
+        # the stand-ins import _ref (standins/), the adapters engram_adapter and the numpy port (conformance/python)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(HERE, "standins"),
+                                                           os.path.join(ROOT, "conformance", "python")]))
         adapter = os.path.join(HERE, port["adapter"].split("conformance/ports/", 1)[1])
         failed = False
         # standin.expectFail: {suite: [tcId, ...], "why": ...}, the fixed vectors the stand-in cannot pass

@@ -1,7 +1,7 @@
 // Randomized conformance (spec/conformance.md §CONF.7), the runner's side:
 // the random phase of `engram conform` (conformance/runner/random_run.cc) and
 // `engram vectors random`, the fusion cases passed by the plug-in and by the
-// numpy adapter, and the proof: planted bugs, four of which no committed
+// numpy port, and the proof: planted bugs, four of which no committed
 // vector catches, are found, shrunk and saved as vectors that replay the
 // failure. The generators themselves: vectors/random_cases_test.cc.
 #include <gmock/gmock.h>
@@ -40,7 +40,8 @@ using testing::HasSubstr;
 TEST(TorchCrosscheck, DemoFusionRandomCasesPassWithPyTorch) {
   const char* py = std::getenv("ENGRAM_TORCH_PYTHON");
   if (py == nullptr || *py == '\0') GTEST_SKIP() << "set ENGRAM_TORCH_PYTHON to a python3 with torch (CPU)";
-  const std::string peer = std::string(py) + " " + ENGRAM_SOURCE_DIR + "/conformance/crosscheck/torch_demo_fusion.py";
+  const std::string peer = "env PYTHONPATH=" + kPythonPath + " " + py + " " + ENGRAM_SOURCE_DIR +
+                           "/conformance/crosscheck/torch_demo_fusion.py";
   const Result r = Conform("--vectors " + kVectors + " --exec '" + peer + "' --random 500 --random-only --seed 1" +
                            " --suite gate_demo --suite short_conv_demo --suite engram_forward --max-random-failures 0" +
                            " --shrink-calls 0");
@@ -178,7 +179,7 @@ TEST(RandomConform, ATimeBudgetDoesNotWaitForRequestsWrittenAhead) {
 // shrinks every one, and a shard report of it still merges (every failing case listed).
 TEST(RandomConform, MaxShrunkShrinksTheFirstFailuresAndCountsEveryOne) {
   if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
-  const std::string port = "--exec \"" + Python() + " " + kAdapter + " --bug int32-multipliers\"";
+  const std::string port = "--exec \"" + NumpyPort() + " --bug int32-multipliers\"";
   const std::string run = " --random 60 --seed 1 --random-only --suite multipliers --max-random-failures 0 --shrink-calls 20";
   const fs::path capped = Dir() / "max-shrunk.json", all = Dir() / "shrunk-all.json";
   Result c = Conform("--vectors " + kVectors + " " + port + run + " --max-shrunk 2 --report-json " + capped.string());
@@ -294,25 +295,25 @@ TEST(RandomCases, VectorsRandomWritesTheCasesTheRunnerAsks) {
 // "unsupported" fails the run, even when another suite passes.
 TEST(RandomConform, AClaimedSuiteThatComputesNothingFailsTheRun) {
   if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
-  Result r = Conform("--vectors " + kVectors + " --exec \"" + Python() + " " + kAdapter +
+  Result r = Conform("--vectors " + kVectors + " --exec \"" + NumpyPort() +
                      " --claim hash_v41 layout --unsupported HashTest HashStateTest\" --random 5 --seed 2 --random-only");
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_THAT(r.out, HasSubstr("random:layout: 5 passed"));
   EXPECT_THAT(r.out, HasSubstr("random:hash_v41: answered by the implementation, but no non-trivial valid random case of it passed"));
 }
 
-// An independent port (the numpy example adapter, no bug planted) passes the
+// An independent port (the numpy port, no bug planted) passes the
 // hand-off and token-map cases: the expectations are not the reference's own quirks.
 TEST(RandomConform, TheNumpyAdapterPassesTheHandoffAndTokenMapCases) {
   if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
-  Result r = Conform("--vectors " + kVectors + " --exec \"" + Python() + " " + kAdapter +
+  Result r = Conform("--vectors " + kVectors + " --exec \"" + NumpyPort() +
                      "\" --random 300 --seed 11 --random-only --suite hash_state --suite token_map");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("random:hash_state: 300 passed, 0 failed, 0 skipped"));
   EXPECT_THAT(r.out, HasSubstr("random:token_map: 300 passed, 0 failed, 0 skipped"));
 }
 
-// §CONF.7 an independent port (the numpy adapter, conformance/examples/)
+// §CONF.7 an independent port (the numpy port, conformance/python/engram_numpy_port)
 // passes the fusion cases: their tolerances hold for a port that computes
 // the formulas itself (300 cases of each gate and conv suite; engram_forward,
 // whose Python fp8 GEMM is slow, 40).
@@ -325,9 +326,9 @@ TEST(RandomConform, TheNumpyAdapterPassesTheHandoffAndTokenMapCases) {
 // window port failed hash_v41 case 24 and hash_demo case 56 of seed 3.)
 TEST(RandomConform, RollbacksBeyondTheMandatoryDepthAreDrawnOnlyForThePolicyFeature) {
   if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
-  const std::string retained = "--exec \"" + Python() + " " + kAdapter + " --claim hash_v41 hash_demo\"";
+  const std::string retained = "--exec \"" + NumpyPort() + " --claim hash_v41 hash_demo\"";
   const std::string window =
-      "--exec \"" + Python() + " " + kAdapter + " --claim hash_v41 hash_demo --variant rollback-window-capacity\"";
+      "--exec \"" + NumpyPort() + " --claim hash_v41 hash_demo --variant rollback-window-capacity\"";
   // (the window port's first failures with the feature were hash_v41 case 24 and hash_demo case 56 of seed 3:
   // 40 cases under the sanitizers still reach the first)
   const std::string run = " --random " + std::to_string(engram::testutil::SanitizedCount(300, 40)) +
@@ -352,7 +353,7 @@ TEST(RandomConform, RollbacksBeyondTheMandatoryDepthAreDrawnOnlyForThePolicyFeat
 
 TEST(RandomConform, TheNumpyAdapterPassesTheFusionCases) {
   if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
-  const std::string port = "--exec \"" + Python() + " " + kAdapter + "\"";
+  const std::string port = "--exec \"" + NumpyPort() + "\"";
   const std::string n = std::to_string(engram::testutil::SanitizedCount(300, 100));
   Result r = Conform("--vectors " + kVectors + " " + port + " --random " + n +
                      " --seed 9 --random-only --suite gate_v41 --suite gate_demo --suite short_conv_demo");
@@ -441,8 +442,8 @@ class PlantedBugRandom : public testing::TestWithParam<Planted> {};
 TEST_P(PlantedBugRandom, FoundShrunkAndSavedAsAReplay) {
   if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
   const Planted& p = GetParam();
-  const std::string port = "--exec \"" + Python() + " " + kAdapter + " --bug " + p.bug + "\"";
-  const std::string fair = "--exec \"" + Python() + " " + kAdapter + "\"";
+  const std::string port = "--exec \"" + NumpyPort() + " --bug " + p.bug + "\"";
+  const std::string fair = "--exec \"" + NumpyPort() + "\"";
   const std::string tag = p.name.empty() ? p.bug : p.name;  // a bug planted in two suites saves twice
   const fs::path saved = Dir() / ("saved-" + tag), report = Dir() / ("random-" + tag + ".json");
   Result r = Conform("--vectors " + kVectors + " " + port + " --random 10000 --seed 1 --random-only --suite " + p.suite +
@@ -490,13 +491,13 @@ TEST_P(PlantedBugRandom, FoundShrunkAndSavedAsAReplay) {
 TEST(RandomConform, SegmentResetIsDrawnOnlyWhenDeclared) {
   if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
   const std::string common = "--vectors " + kVectors + " --random 40 --seed 5 --random-only --suite serving_v41 ";
-  Result plain = Conform(common + "--exec \"" + Python() + " " + kAdapter + "\"");
+  Result plain = Conform(common + "--exec \"" + NumpyPort() + "\"");
   EXPECT_EQ(plain.exit_code, 0) << plain.out;
-  Result declared = Conform(common + "--features segment-reset --exec \"" + Python() + " " + kAdapter + "\"");
+  Result declared = Conform(common + "--features segment-reset --exec \"" + NumpyPort() + "\"");
   EXPECT_EQ(declared.exit_code, 1) << declared.out;
   EXPECT_THAT(declared.out, HasSubstr("random: policy features declared: segment-reset"));
   EXPECT_THAT(declared.out, testing::ContainsRegex("shrunk from .* to packed, engram, requests 1, slots 2,"));
-  Result resetting = Conform(common + "--exec \"" + Python() + " " + kAdapter + " --segment-reset\"");
+  Result resetting = Conform(common + "--exec \"" + NumpyPort() + " --segment-reset\"");
   EXPECT_EQ(resetting.exit_code, 0) << resetting.out;
   EXPECT_THAT(resetting.out, HasSubstr("random: policy features declared: segment-reset"));
 }

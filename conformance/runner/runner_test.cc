@@ -1,5 +1,5 @@
 // End-to-end tests of `engram conform` (spec/conformance.md): the in-tree
-// reference through the C ABI, the numpy adapter through the JSON-lines
+// reference through the C ABI, the numpy port through the JSON-lines
 // protocol, planted bugs that must fail exactly their flagged tests, and
 // peers that crash, hang or answer garbage.
 #include <gmock/gmock.h>
@@ -66,7 +66,7 @@ TEST(Conform, ReferencePluginPassesEverythingItClaims) {
   EXPECT_THAT(Slurp(junit), HasSubstr("<testsuite name=\"hash_v41\""));
 }
 
-// Every suite the numpy adapter claims (all of them), and the only tests a
+// Every suite the numpy port claims (all of them), and the only tests a
 // run with --accumulate-max 100000 may skip: the 10^7 accumulated digests.
 const char* const kAllSuites[] = {"multipliers", "layout",       "hash_v41", "hash_demo", "hash_state",
                                   "accumulated", "token_map",    "fp8_decode", "table_lookup", "tp_shard",
@@ -80,7 +80,7 @@ bool SkippedForAccumulateMax(const json& t) {
 TEST(Conform, NumpyAdapterPassesEverySuite) {
   if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
   const fs::path report = Dir() / "numpy.json";
-  Result r = Conform("--vectors " + kVectors + " --exec \"" + Python() + " " + kAdapter +
+  Result r = Conform("--vectors " + kVectors + " --exec \"" + NumpyPort() +
                      "\" --accumulate-max 100000 --report-json " + report.string());
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("hash_v41: " + TestsIn("hash_v41") + " pass"));
@@ -166,7 +166,7 @@ TEST(FlagClaims, EveryKnownDivergenceNamesItsPlantedBug) {
   }
   if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
   const fs::path list = Dir() / "bugs.json";
-  ASSERT_EQ(std::system((Python() + " " + kAdapter + " --list-bugs >" + list.string()).c_str()), 0);
+  ASSERT_EQ(std::system((NumpyPort() + " --list-bugs >" + list.string()).c_str()), 0);
   const json bugs = json::parse(Slurp(list));
   for (const auto& [flag, bug] : bug_of_flag) {
     ASSERT_TRUE(bugs.contains(bug)) << "the adapter has no --bug " << bug << " (flag " << flag << ")";
@@ -180,7 +180,7 @@ TEST_P(PlantedBug, FailsExactlyItsFlaggedTests) {
   if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
   const Planted& p = GetParam();
   const fs::path report = Dir() / ("bug-" + p.bug + ".json");
-  Result r = Conform("--vectors " + kVectors + " --exec \"" + Python() + " " + kAdapter + " --bug " + p.bug +
+  Result r = Conform("--vectors " + kVectors + " --exec \"" + NumpyPort() + " --bug " + p.bug +
                      "\" --accumulate-max 100000 --report-json " + report.string());
   EXPECT_EQ(r.exit_code, 1) << r.out;
   std::set<std::string> failed, flagged, suites, contract_failed;
@@ -230,7 +230,7 @@ TEST_P(PlantedBug, FailsExactlyItsFlaggedTests) {
   for (const std::string& s : flagged_suites) only += " --suite " + s;
   const fs::path list = Dir() / ("expect-" + p.bug + ".json");
   std::ofstream(list) << expected.dump();
-  Result listed = Conform("--vectors " + kVectors + only + " --exec \"" + Python() + " " + kAdapter + " --bug " + p.bug +
+  Result listed = Conform("--vectors " + kVectors + only + " --exec \"" + NumpyPort() + " --bug " + p.bug +
                           "\" --accumulate-max 100000 --expect-fail " + list.string());
   EXPECT_EQ(listed.exit_code, 0) << listed.out;
   EXPECT_THAT(listed.out, HasSubstr(" expected failures")) << listed.out;
@@ -248,8 +248,8 @@ INSTANTIATE_TEST_SUITE_P(KnownDivergences, PlantedBug, testing::ValuesIn(Planted
 TEST(ServingControl, NaiveFlattenFailsEveryValidPackedTest) {
   if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
   const fs::path report = Dir() / "naive-flatten.json";
-  Result r = Conform("--vectors " + kVectors + " --suite serving_v41 --suite hash_state --exec \"" + Python() + " " +
-                     kAdapter + " --bug naive-flatten\" --report-json " + report.string());
+  Result r = Conform("--vectors " + kVectors + " --suite serving_v41 --suite hash_state --exec \"" + NumpyPort() +
+                     " --bug naive-flatten\" --report-json " + report.string());
   EXPECT_EQ(r.exit_code, 1) << r.out;
   std::map<int64_t, bool> validity;  // tcId -> valid, from the vectors
   const json vectors = json::parse(Slurp(fs::path(kVectors) / "v1" / "serving_v41.json"));
@@ -280,7 +280,7 @@ TEST(ServingFailures, NameTheRequestTheSlotAndTheBoundary) {
   if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
   auto details = [&](const std::string& bug) {
     const fs::path report = Dir() / ("serving-" + bug + ".json");
-    Conform("--vectors " + kVectors + " --suite serving_v41 --exec \"" + Python() + " " + kAdapter + " --bug " + bug +
+    Conform("--vectors " + kVectors + " --suite serving_v41 --exec \"" + NumpyPort() + " --bug " + bug +
             "\" --report-json " + report.string());
     std::string all;
     const json doc = json::parse(Slurp(report));  // kept alive for the loop
@@ -302,14 +302,14 @@ TEST(ServingFailures, NameTheRequestTheSlotAndTheBoundary) {
   EXPECT_THAT(details("rejected-drafts-kept"), HasSubstr("only its accepted path may enter it"));
 }
 
-// The example adapter shows a partial port: --claim one suite and --profiles
+// The numpy port shows a partial port: --claim one suite and --profiles
 // one profile skip everything else ("not claimed", in every suite, LayoutTest's
 // per-test profile included), and --unsupported TYPE answers "unsupported"
 // (skipped, not failed). Both runs are OK.
 TEST(Conform, TheExampleAdapterClaimsPartOfTheSuite) {
   if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
   const fs::path report = Dir() / "partial.json";
-  Result v41 = Conform("--vectors " + kVectors + " --exec \"" + Python() + " " + kAdapter +
+  Result v41 = Conform("--vectors " + kVectors + " --exec \"" + NumpyPort() +
                        " --claim hash_v41 layout --profiles v4.1\" --report-json " + report.string());
   EXPECT_EQ(v41.exit_code, 0) << v41.out;
   EXPECT_THAT(v41.out, HasSubstr("hash_v41: " + TestsIn("hash_v41") + " passed, 0 failed, 0 skipped"));
@@ -323,7 +323,7 @@ TEST(Conform, TheExampleAdapterClaimsPartOfTheSuite) {
   }
   EXPECT_GT(layout_passed, 0);
   EXPECT_GT(layout_skipped, 0);  // the demo-v1 LayoutTests
-  Result unsupported = Conform("--vectors " + kVectors + " --suite table_lookup --exec \"" + Python() + " " + kAdapter +
+  Result unsupported = Conform("--vectors " + kVectors + " --suite table_lookup --exec \"" + NumpyPort() +
                                " --claim table_lookup --unsupported FloatLookupTest\"");
   EXPECT_EQ(unsupported.exit_code, 0) << unsupported.out;
   EXPECT_THAT(unsupported.out, testing::MatchesRegex("(.|\n)*table_lookup: [0-9]+ passed, 0 failed, [1-9][0-9]* skipped(.|\n)*"));
@@ -907,7 +907,7 @@ TEST(Conform, ExpectedFailuresAndStaleEntries) {
   // The truncated-mod port lists its deviations; one entry (hash_demo tcId 1,
   // the empty sequence) is wrong and is reported stale.
   const fs::path report = Dir() / "tm.json";
-  Conform("--vectors " + kVectors + " --suite hash_demo --exec \"" + Python() + " " + kAdapter +
+  Conform("--vectors " + kVectors + " --suite hash_demo --exec \"" + NumpyPort() +
           " --bug truncated-mod\" --report-json " + report.string());
   json list = json::array();
   const json doc = json::parse(Slurp(report));
@@ -918,12 +918,12 @@ TEST(Conform, ExpectedFailuresAndStaleEntries) {
   list.push_back("hash_demo:1");
   const fs::path expect = Dir() / "expect.json";
   std::ofstream(expect) << list.dump();
-  Result r = Conform("--vectors " + kVectors + " --suite hash_demo --exec \"" + Python() + " " + kAdapter +
+  Result r = Conform("--vectors " + kVectors + " --suite hash_demo --exec \"" + NumpyPort() +
                      " --bug truncated-mod\" --expect-fail " + expect.string());
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("expected failures"));
   EXPECT_THAT(r.out, HasSubstr("STALE hash_demo:1"));
-  Result strict = Conform("--vectors " + kVectors + " --suite hash_demo --exec \"" + Python() + " " + kAdapter +
+  Result strict = Conform("--vectors " + kVectors + " --suite hash_demo --exec \"" + NumpyPort() +
                           " --bug truncated-mod\" --strict-stale --expect-fail " + expect.string());
   EXPECT_EQ(strict.exit_code, 1) << strict.out;
 }
@@ -940,7 +940,7 @@ TEST(Conform, ContractIsCheckedBeforeTheTests) {
   ASSERT_EQ(std::system((std::string(ENGRAM_CLI) + " contract --config " + cfg + " --token-map " + (dir / "map.json").string() +
                          " --out " + (dir / "c.json").string()).c_str()),
             0);
-  Result good = Conform("--vectors " + kVectors + " --suite hash_v41 --exec \"" + Python() + " " + kAdapter + " --contract " +
+  Result good = Conform("--vectors " + kVectors + " --suite hash_v41 --exec \"" + NumpyPort() + " --contract " +
                         (dir / "c.json").string() + "\"");
   EXPECT_EQ(good.exit_code, 0) << good.out;
   // The DeepSeek-V4.1 layout is the contract's; the others (the tiny layout, the wide-row layouts of tcIds
@@ -952,7 +952,7 @@ TEST(Conform, ContractIsCheckedBeforeTheTests) {
   nlohmann::ordered_json c = nlohmann::ordered_json::parse(Slurp(dir / "c.json"));
   c["layers"][1]["primes"][2][7] = 16000891;
   std::ofstream(dir / "edited.json") << c.dump();
-  Result bad = Conform("--vectors " + kVectors + " --suite hash_v41 --exec \"" + Python() + " " + kAdapter + " --contract " +
+  Result bad = Conform("--vectors " + kVectors + " --suite hash_v41 --exec \"" + NumpyPort() + " --contract " +
                        (dir / "edited.json").string() + "\"");
   EXPECT_EQ(bad.exit_code, 1) << bad.out;
   EXPECT_THAT(bad.out, HasSubstr("contractDigest"));
@@ -1021,7 +1021,7 @@ FailedAndFlagged RunAdapter(const std::string& args, const std::vector<std::stri
   const fs::path report = Dir() / "variant.json";
   std::string only;
   for (const std::string& s : suites) only += " --suite " + s;
-  FailedAndFlagged out{Conform("--vectors " + kVectors + " --exec \"" + Python() + " " + kAdapter + " " + args + "\"" +
+  FailedAndFlagged out{Conform("--vectors " + kVectors + " --exec \"" + NumpyPort() + " " + args + "\"" +
                                only + " --report-json " + report.string()),
                        {},
                        {}};
@@ -1086,7 +1086,7 @@ TEST(Bf16GemmUnderflow, AFlushingBf16GemmPassesAndAFlushWhereTheRuleForbidsFails
   EXPECT_TRUE(flush.failed.empty());
   ASSERT_EQ(flush.flagged.size(), 1u);
   const std::string flushed = *flush.flagged.begin();  // "gate_v41:N"
-  Result random = Conform("--vectors " + kVectors + " --exec \"" + Python() + " " + kAdapter +
+  Result random = Conform("--vectors " + kVectors + " --exec \"" + NumpyPort() +
                           " --variant bf16-gemm-flush\" --suite gate_v41 --random-only --random " +
                           std::to_string(engram::testutil::SanitizedCount(300, 60)) + " --seed 11");
   EXPECT_EQ(random.exit_code, 0) << random.out;
@@ -1115,7 +1115,7 @@ TEST(Bf16GemmUnderflow, AFlushingBf16GemmPassesAndAFlushWhereTheRuleForbidsFails
   }
   std::ofstream(copy / "MANIFEST.sha256") << manifest;
   const fs::path report = Dir() / "no_interval.json";
-  Result strict = Conform("--vectors " + copy.string() + " --suite gate_v41 --exec \"" + Python() + " " + kAdapter +
+  Result strict = Conform("--vectors " + copy.string() + " --suite gate_v41 --exec \"" + NumpyPort() +
                           " --variant bf16-gemm-flush\" --report-json " + report.string());
   EXPECT_EQ(strict.exit_code, 1) << strict.out;
   std::set<std::string> failed;

@@ -510,7 +510,7 @@ TEST(RecipeOutside, ShrinkingStaysWithinTheDrawnCaseAndAnEditDoesNot) {
 // shard land in one vectors directory that replays them.
 TEST(Shards, FailuresOfEveryShardAreGatheredIntoOneReplayableDirectory) {
   if (test::Python().empty()) GTEST_SKIP() << "ENGRAM_PYTHON is not set";
-  const std::string work = "--vectors " + test::kVectors + " --exec '" + test::Python() + " " + test::kAdapter +
+  const std::string work = "--vectors " + test::kVectors + " --exec '" + test::NumpyPort() +
                            " --bug rollback-ring-short' --suite hash_demo --random 60 --seed 11 --random-only "
                            "--random-threads 1 --max-random-failures 0 --shrink-calls 50";
   const fs::path single_failures = Dir() / "single-failures";
@@ -534,7 +534,7 @@ TEST(Shards, FailuresOfEveryShardAreGatheredIntoOneReplayableDirectory) {
   for (size_t i = 0; i < a["testGroups"].size() && i < b["testGroups"].size(); ++i) {
     EXPECT_EQ(a["testGroups"][i]["tests"][0]["steps"], b["testGroups"][i]["tests"][0]["steps"]) << i;
   }
-  const auto replay = Conform("--vectors " + failures.string() + " --exec '" + test::Python() + " " + test::kAdapter +
+  const auto replay = Conform("--vectors " + failures.string() + " --exec '" + test::NumpyPort() +
                               " --bug rollback-ring-short'");
   EXPECT_EQ(replay.exit_code, 1) << replay.out;
   EXPECT_NE(replay.out.find("hash_demo: 0 passed, " + std::to_string(a["testGroups"].size()) + " failed"), std::string::npos) << replay.out;

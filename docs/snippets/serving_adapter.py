@@ -4,20 +4,20 @@ serving_v41, whatever encoding each test is written in (spec/contract.md §CON.7
 
 The "engine" here keeps its state as vLLM does: per request a look-back window of the last max_ngram - 1 ids,
 newest first, with a DEAD mask beside it, and one call hashes a flat buffer cut by boundaries. Its n-gram
-hash is the example numpy adapter's (conformance/examples/numpy_adapter.py), standing in for the engine's own
-kernel. Everything else is what an engine author writes: read each test's state into the engine's buffers,
-make one call, write the state back in the test's encoding.
+hash is the numpy port's (conformance/python/engram_numpy_port), standing in for the engine's own kernel, and
+the JSON-lines loop is the in-tree adapters' (engram_adapter.protocol). Everything else is what an engine author
+writes: read each test's state into the engine's buffers, make one call, write the state back in the test's
+encoding.
 
-  engram conform --vectors vectors --suite serving_v41 --exec "python3 docs/snippets/serving_adapter.py"
+  engram conform --vectors vectors --suite serving_v41 \\
+      --exec "env PYTHONPATH=conformance/python python3 docs/snippets/serving_adapter.py"
 
 ctest docs.serving_adapter runs exactly that; every test passes.
 """
-import json
-import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "conformance", "examples"))
-from numpy_adapter import hash_rows  # noqa: E402  the engine's n-gram hash, for this example
+from engram_adapter import protocol  # conformance/python on PYTHONPATH
+from engram_numpy_port import hash_rows  # the engine's n-gram hash, for this example
 
 DEAD = -1
 
@@ -183,21 +183,18 @@ def serving_test(group, test):
 def handle(req):
     op = req["op"]
     if op == "hello":
-        return {"protocol": 1, "name": "serving-example", "version": "0.1.0", "suites": ["serving_v41"],
-                "profiles": ["v4.1"], "features": []}
+        return protocol.hello("serving-example", "0.1.0", ["serving_v41"], ["v4.1"])
     if op == "test" and req["type"] in ("PackedBatchTest", "DraftTreeTest"):
         try:
-            return {"outputs": serving_test(req["group"], req["test"])}
+            return protocol.outputs(serving_test(req["group"], req["test"]))
         except Refusal as e:
-            return {"refused": str(e)}
+            return protocol.refused(e)
     if op == "contract":
         return {"contract": None}
-    return {"unsupported": "not this example's"}
+    if op == "bye":
+        return protocol.bye()
+    return protocol.unsupported("not this example's")
 
 
-for line in sys.stdin:
-    req = json.loads(line)
-    if req.get("op") == "bye":
-        break
-    sys.stdout.write(json.dumps(handle(req)) + "\n")
-    sys.stdout.flush()
+if __name__ == "__main__":
+    sys.exit(protocol.serve(handle))

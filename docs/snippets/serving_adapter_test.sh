@@ -10,4 +10,4 @@ if ! "$py" -c 'import numpy' 2>/dev/null; then
   exit 77
 fi
 "$engram" conform --vectors "$root/vectors" --suite serving_v41 --random 200 --seed 1 \
-  --exec "$py $root/docs/snippets/serving_adapter.py"
+  --exec "env PYTHONPATH=$root/conformance/python $py $root/docs/snippets/serving_adapter.py"

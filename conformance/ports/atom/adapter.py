@@ -3,7 +3,8 @@
 (compute_hash_multipliers, EngramLayout, NgramHashState with its serving-side build_history), run by torch on
 the CPU. See README.md beside this file.
 
-Run: engram conform --vectors vectors --exec "python3 conformance/ports/atom/adapter.py --checkout DIR"
+Run: engram conform --vectors vectors \\
+       --exec "env PYTHONPATH=conformance/python python3 conformance/ports/atom/adapter.py --checkout DIR"
 """
 import json
 import os
@@ -15,9 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, identity_map,  # noqa: E402
-                     load_defs, main, test_ids)
+from engram_adapter.portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test,
+                                    identity_map, load_defs, main, test_ids)
 
 PATH = "atom/models/deepseek_v41_engram.py"
 NAMES = ["_is_prime", "_next_prime", "compute_hash_multipliers", "EngramLayout", "NgramHashState"]

@@ -2,15 +2,15 @@
 """JSON-lines adapter for JustVugg/colibri's torch reference of DeepSeek-V4.1, c/tools/dsv41_ref.py
 (class NgramHash: the hash the C engine is held to). See README.md beside this file.
 
-Run: engram conform --vectors vectors --exec "python3 conformance/ports/colibri/adapter.py --checkout DIR"
+Run: engram conform --vectors vectors \\
+       --exec "env PYTHONPATH=conformance/python python3 conformance/ports/colibri/adapter.py --checkout DIR"
 """
 import os
 import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from portlib import Adapter, Unsupported, as_int_rows, hash_state_test, load_defs, main  # noqa: E402
+from engram_adapter.portlib import Adapter, Unsupported, as_int_rows, hash_state_test, load_defs, main
 
 PATH = "c/tools/dsv41_ref.py"
 

@@ -2,7 +2,8 @@
 """JSON-lines adapter for deepseek-ai/Engram's engram_demo_v1.py (NgramHashMapping, MultiHeadEmbedding),
 the demo-v1 profile's source. See README.md beside this file.
 
-Run: engram conform --vectors vectors --exec "python3 conformance/ports/engram-demo/adapter.py --checkout DIR"
+Run: engram conform --vectors vectors \\
+       --exec "env PYTHONPATH=conformance/python python3 conformance/ports/engram-demo/adapter.py --checkout DIR"
 """
 import math
 import os
@@ -15,8 +16,7 @@ import torch
 import torch.nn as nn
 from sympy import isprime
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from portlib import Adapter, Unsupported, as_int_rows, config_of, load_defs, main  # noqa: E402
+from engram_adapter.portlib import Adapter, Unsupported, as_int_rows, config_of, load_defs, main
 
 PATH = "engram_demo_v1.py"
 NAMES = ["CompressedTokenizer", "find_next_prime", "NgramHashMapping", "MultiHeadEmbedding"]

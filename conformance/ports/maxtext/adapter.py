@@ -3,7 +3,8 @@
 MultiHeadEmbedding's offsets), a JAX port of the demo (demo-v1), run by JAX on the CPU. See README.md beside
 this file.
 
-Run: engram conform --vectors vectors --exec "python3 conformance/ports/maxtext/adapter.py --checkout DIR"
+Run: engram conform --vectors vectors \\
+       --exec "env PYTHONPATH=conformance/python python3 conformance/ports/maxtext/adapter.py --checkout DIR"
 """
 import os
 import sys
@@ -16,8 +17,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import sympy  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from portlib import Adapter, Unsupported, as_int_rows, config_of, load_defs, main  # noqa: E402
+from engram_adapter.portlib import Adapter, Unsupported, as_int_rows, config_of, load_defs, main
 
 PATH = "src/maxtext/layers/engram.py"
 NAMES = ["NgramHashMapping", "StaticWrapper", "MultiHeadEmbedding"]

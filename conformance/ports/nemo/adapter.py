@@ -2,7 +2,8 @@
 """JSON-lines adapter for NVIDIA-NeMo/Automodel's DeepSeek-V4.1 Engram hasher,
 nemo_automodel/components/models/deepseek_v41/engram.py (EngramLayout, DeepseekV41EngramHasher). See README.md.
 
-Run: engram conform --vectors vectors --exec "python3 conformance/ports/nemo/adapter.py --checkout DIR"
+Run: engram conform --vectors vectors \\
+       --exec "env PYTHONPATH=conformance/python python3 conformance/ports/nemo/adapter.py --checkout DIR"
 """
 import os
 import sys
@@ -13,8 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, identity_map, load_defs, main, test_ids  # noqa: E402
+from engram_adapter.portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, identity_map, load_defs, main, test_ids
 
 PATH = "nemo_automodel/components/models/deepseek_v41/engram.py"
 NAMES = ["_MULTIPLIER_SEED", "_DEAD_TOKEN", "_is_prime", "find_next_prime", "compute_hash_multipliers",

@@ -6,15 +6,15 @@ The checkout is the unpacked wheel (scripts/ports_restore.py restores it from th
 imports that onnxruntime, builds small ONNX graphs with the onnx package and runs them on the
 CPUExecutionProvider. Nothing of onnxruntime is built or changed here.
 
-Run: engram conform --vectors vectors --exec "python3 conformance/ports/onnxruntime/adapter.py --checkout DIR"
+Run: engram conform --vectors vectors \\
+       --exec "env PYTHONPATH=conformance/python python3 conformance/ports/onnxruntime/adapter.py --checkout DIR"
 """
 import os
 import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from portlib import DEAD, Adapter, Unsupported, hash_state_test, main  # noqa: E402
+from engram_adapter.portlib import DEAD, Adapter, Unsupported, hash_state_test, main
 
 MS = "com.microsoft"
 
@@ -30,6 +30,8 @@ class Ort(Adapter):
 
     def __init__(self, checkout):
         super().__init__(checkout)
+        # The unpacked wheel is a package (submodules, a native extension) imported by its name from the checkout
+        # the user names: on the path, first, and checked below.
         sys.path.insert(0, checkout)
         import onnxruntime  # the checkout's: the unpacked wheel
         if not os.path.abspath(onnxruntime.__file__).startswith(os.path.abspath(checkout) + os.sep):

@@ -2,14 +2,14 @@
 """JSON-lines adapter for hashiqiqixian/pypto-serving's host Engram hash,
 pypto_serving/model/deepseek_v41/engram.py (EngramLayout, EngramHashState). See README.md beside this file.
 
-Run: engram conform --vectors vectors --exec "python3 conformance/ports/pypto/adapter.py --checkout DIR"
+Run: engram conform --vectors vectors \\
+       --exec "env PYTHONPATH=conformance/python python3 conformance/ports/pypto/adapter.py --checkout DIR"
 """
 import importlib.util
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from portlib import DEAD, IDENTITY_FULL_MAX, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, main  # noqa: E402
+from engram_adapter.portlib import DEAD, IDENTITY_FULL_MAX, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, main
 
 PATH = "pypto_serving/model/deepseek_v41/engram.py"
 

@@ -3,7 +3,8 @@
 the scheduler's n-gram token table, engram_gate, EngramEmbedding's FP8 read), run by torch on the CPU. See
 README.md beside this file.
 
-Run: engram conform --vectors vectors --exec "python3 conformance/ports/sglang-serving/adapter.py --checkout DIR"
+Run: engram conform --vectors vectors \\
+       --exec "env PYTHONPATH=conformance/python python3 conformance/ports/sglang-serving/adapter.py --checkout DIR"
 """
 import logging
 import os
@@ -15,11 +16,9 @@ import numpy as np
 import torch
 from torch import nn
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, load_defs, main, test_ids  # noqa: E402
+from engram_adapter.portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, load_defs, main, test_ids
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
-import numpy_adapter as SYNTHETIC  # noqa: E402  (only its synthetic-table generator: a test's input bytes)
+import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a test's input bytes)
 
 PATH = "python/sglang/srt/layers/engram.py"
 NAMES = ["_OFFLOAD_LOG_EVERY", "_find_next_prime", "compute_hash_multipliers", "EngramLayout", "build_engram_layout",

@@ -3,9 +3,9 @@
 (the official engram.py API for the hash; its Engram gate and EngramEmbedding table read too). See README.md
 beside this file.
 
-Run: engram conform --vectors vectors --exec "python3 conformance/ports/sglang/adapter.py --checkout DIR"
+Run: engram conform --vectors vectors \\
+       --exec "env PYTHONPATH=conformance/python python3 conformance/ports/sglang/adapter.py --checkout DIR"
 """
-import os
 import sys
 
 import numpy as np
@@ -13,12 +13,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from official_api import OfficialApiAdapter  # noqa: E402
-from portlib import Unsupported, main  # noqa: E402
+from engram_adapter.official_api import OfficialApiAdapter
+from engram_adapter.portlib import Unsupported, main
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
-import numpy_adapter as SYNTHETIC  # noqa: E402  (only its synthetic-table generator: a test's input bytes)
+import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a test's input bytes)
 
 
 class _Struct:
@@ -52,7 +50,7 @@ class SGLang(OfficialApiAdapter):
 
     def __init__(self, checkout):
         super().__init__(checkout)
-        from portlib import load_defs
+        from engram_adapter.portlib import load_defs
         ns = dict(self.ns)
         self.mod = load_defs(f"{checkout}/{self.path}", ["EngramEmbedding", "Engram"],
                              {"torch": torch, "nn": nn, "F": F, "np": np, "FP8_BLOCK_SIZE": 32,

@@ -1,12 +1,8 @@
-"""What the stand-ins delegate to: the in-tree numpy port (conformance/examples/numpy_adapter.py), which passes
+"""What the stand-ins delegate to: the in-tree numpy port (conformance/python/engram_numpy_port), which passes
 every vector of the hash family (conform_tests). A stand-in has a port's API (names, signatures, tensor shapes)
 and none of its code: it answers as the spec does, so that an adapter run on it must give OK, and an adapter
 that maps the API wrongly (DEAD, the pad, the position, the history, the layout fields) fails."""
-import os
-import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
-import numpy_adapter as ref  # noqa: E402,F401
+import engram_numpy_port as ref  # conformance/python, on PYTHONPATH (standin_test.py sets it)
 
 DEAD = ref.DEAD
 
@@ -18,7 +14,7 @@ def v41_config(layer_ids, max_ngram, heads, base, num_embeddings=None):
 
 
 def check_v41_config(cfg):
-    """The §CFG checks numpy_adapter's parse_config makes, on the stand-in's own fields."""
+    """The §CFG checks the numpy port's parse_config makes, on the stand-in's own fields."""
     doc = {"engram_layer_ids": cfg["layer_ids"], "engram_max_ngram_size": cfg["max_ngram"],
            "engram_n_heads": cfg["heads"], "engram_vocab_size": cfg["bases"][0] if cfg["bases"] else 2,
            "engram_pad_id": 0, "engram_compressed_vocab_size": 1, "engram_head_dim": 1}

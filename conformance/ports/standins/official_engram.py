@@ -1,5 +1,5 @@
 """Stand-in of the official V4.1 inference/engram.py API (tt-metal vendors it; sglang's manual-test model keeps
-it): the names, signatures and tensor shapes the adapter in conformance/ports/common/official_api.py calls, and
+it): the names, signatures and tensor shapes the adapter in conformance/python/engram_adapter/official_api.py calls, and
 no code of the port. Every answer comes from the in-tree numpy port (_ref.py). CI runs the adapters on it; the
 real measurement needs the port's checkout (scripts/ports.sh)."""
 from dataclasses import dataclass

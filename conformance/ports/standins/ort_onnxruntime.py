@@ -4,14 +4,10 @@ the com.microsoft Engram ops as their schemas document them (a window of max_ngr
 sequence and across segment boundaries; mix = XOR of id * multiplier; a Euclidean modulo per head plus the head
 offset) and EngramGate's gate from the in-tree numpy port's RMSNorm and demo gate function (_ref.py). CI runs the
 adapter on it; the real measurement needs the released wheel."""
-import os
-import sys
-
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 __version__ = "stand-in"
 
 

@@ -1,12 +1,9 @@
 """Stand-in of pypto-serving's pypto_serving/model/deepseek_v41/engram.py API (EngramLayout, EngramHashState,
 compute_hash_multipliers) with none of its code: every answer comes from the in-tree numpy port (_ref.py).
 CI runs conformance/ports/pypto/adapter.py on it; the real measurement needs the port's checkout."""
-import os
-import sys
 from dataclasses import dataclass
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _ref  # noqa: E402
+import _ref  # conformance/ports/standins, on PYTHONPATH (standin_test.py sets it)
 
 
 @dataclass(frozen=True)

@@ -2,14 +2,13 @@
 """JSON-lines adapter for the official DeepSeek-V4.1 inference/engram.py as vendored by tenstorrent/tt-metal
 (models/demos/deepseek_v3_d_p/reference/deepseek_v41/engram.py). See README.md beside this file.
 
-Run: engram conform --vectors vectors --exec "python3 conformance/ports/ttmetal/adapter.py --checkout DIR"
+Run: engram conform --vectors vectors \\
+       --exec "env PYTHONPATH=conformance/python python3 conformance/ports/ttmetal/adapter.py --checkout DIR"
 """
-import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from official_api import OfficialApiAdapter  # noqa: E402
-from portlib import main  # noqa: E402
+from engram_adapter.official_api import OfficialApiAdapter
+from engram_adapter.portlib import main
 
 
 class TtMetal(OfficialApiAdapter):

@@ -5,7 +5,8 @@ _engram_dequant_packed_kernel through dequantize_packed_engram_rows), run on the
 (TRITON_INTERPRET=1). _fused_engram_post_wkv_kernel does not run there (README.md says which construct stops it).
 See README.md beside this file.
 
-Run: engram conform --vectors vectors --exec "python3 conformance/ports/vllm-triton/adapter.py --checkout DIR"
+Run: engram conform --vectors vectors \\
+       --exec "env PYTHONPATH=conformance/python python3 conformance/ports/vllm-triton/adapter.py --checkout DIR"
 """
 import os
 import sys
@@ -21,11 +22,9 @@ from torch import nn  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from portlib import DEAD, Adapter, Unsupported, hash_state_test, identity_map, main, test_ids  # noqa: E402
+from engram_adapter.portlib import DEAD, Adapter, Unsupported, hash_state_test, identity_map, main, test_ids
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
-import numpy_adapter as SYNTHETIC  # noqa: E402  (only its synthetic-table generator: a test's input bytes)
+import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a test's input bytes)
 
 # The launchers size their grids from the GPU's SM count (torch.cuda.get_device_properties); on the CPU the
 # interpreter runs any grid, so the query answers a fixed count (the grid-stride loops cover every row).
@@ -56,7 +55,7 @@ class Kernels(Adapter):
 
     def __init__(self, checkout):
         super().__init__(checkout)
-        from portlib import load_defs
+        from engram_adapter.portlib import load_defs
         ns = {"np": np, "torch": torch, "nn": nn, "triton": triton, "tl": tl, "weakref": weakref,
               "VllmConfig": object, "QuantizationConfig": object, "ReplicatedLinear": None,
               "get_tensor_model_parallel_world_size": lambda: 1, "get_tensor_model_parallel_rank": lambda: 0,

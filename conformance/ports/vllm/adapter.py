@@ -4,7 +4,8 @@
 kernels are tested against (_reference_hashes, _reference_engram_post_wkv, _reference_lookup); the kernels
 themselves run in conformance/ports/vllm-triton. See README.md beside this file.
 
-Run: engram conform --vectors vectors --exec "python3 conformance/ports/vllm/adapter.py --checkout DIR"
+Run: engram conform --vectors vectors \\
+       --exec "env PYTHONPATH=conformance/python python3 conformance/ports/vllm/adapter.py --checkout DIR"
 """
 import bisect
 import os
@@ -15,11 +16,9 @@ import numpy as np
 import torch
 from torch import nn
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
-from portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, identity_len, load_defs, main  # noqa: E402
+from engram_adapter.portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, identity_len, load_defs, main
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
-import numpy_adapter as SYNTHETIC  # noqa: E402  (only its synthetic-table generator: a test's input bytes)
+import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a test's input bytes)
 
 COMMON = "vllm/models/deepseek_v41/common/engram.py"
 TESTS = "tests/kernels/test_engram.py"

@@ -25,8 +25,8 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, identity_map,
-                     load_defs, test_ids)
+from .portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, identity_map,
+                      load_defs, test_ids)
 
 NAMES = ["find_next_prime", "build_compressed_token_map", "compute_hash_multipliers", "EngramLayout",
          "NgramHashState"]

@@ -1,5 +1,6 @@
-"""What every port adapter shares: the JSON-lines loop of spec/conformance.md §CONF.2, a loader that
-runs chosen definitions of a port's own source file, and the HashStateTest script driver.
+"""What the third-party ports' adapters share, beside the protocol (engram_adapter.protocol): an Adapter base
+class and its main(), a loader that runs chosen definitions of a port's own source file, and the identity
+token maps handed to a port that maps raw ids itself.
 
 An adapter (conformance/ports/<port>/adapter.py) says which suites and profiles it claims and answers
 one test at a time from the port's code in a checkout whose path the user gives (--checkout DIR). It
@@ -13,22 +14,23 @@ what it stubs).
 Answers: an exception the port raises on an input is a refusal (`refused`, with the port's file:line);
 `Unsupported` (raised by an adapter for what the port has no way to express, e.g. a per-layer seed the
 port does not take) is `unsupported`, reported skipped, with the reason.
+
+Run an adapter with conformance/python on PYTHONPATH:
+  engram conform --exec "env PYTHONPATH=conformance/python python3 conformance/ports/<port>/adapter.py --checkout DIR"
 """
 import __future__
 import argparse
 import ast
-import copy
 import json
 import os
 import sys
 import traceback
 import types
 
+from . import protocol
+from .protocol import Unsupported, hash_state_test  # noqa: F401  (the adapters import them from here too)
+
 DEAD = -1
-
-
-class Unsupported(Exception):
-    """The port has no way to express this input (reported `skipped` with the reason)."""
 
 
 def load_defs(path, names, namespace, future_annotations=False):
@@ -82,32 +84,6 @@ def config_of(group_or_test):
     return cfg.get("text_config", cfg)
 
 
-def hash_state_test(group, test, new_session):
-    """Drive a HashStateTest script (§VEC.7) through sessions made by new_session(capacity): objects
-    with append(ids) -> rows, rollback(k), .position and history() (the last min(position, M-1) ids).
-    A fork copies the source session (copy.deepcopy: what a server does to branch a request)."""
-    seqs, steps = {}, []
-    capacity = group.get("rollbackCapacity", 0)
-    for step in test["steps"]:
-        step = dict(step)
-        if step["op"] == "append":
-            s = seqs.get(step["seq"])
-            if s is None:
-                s = seqs[step["seq"]] = new_session(capacity)
-            step["rows"] = s.append(step["ids"])
-            step["positionAfter"], step["historyAfter"] = s.position, s.history()
-        elif step["op"] == "rollback":
-            s = seqs[step["seq"]]
-            s.rollback(step["k"])
-            step["positionAfter"], step["historyAfter"] = s.position, s.history()
-        elif step["op"] == "fork":
-            seqs[step["to"]] = copy.deepcopy(seqs[step["from"]])
-        else:
-            raise ValueError(f"unknown step op {step['op']!r}")
-        steps.append(step)
-    return {"steps": steps}
-
-
 def as_int_rows(x):
     """A tensor / array / nested tuple of ints as nested lists of Python ints."""
     if hasattr(x, "tolist"):
@@ -135,24 +111,22 @@ class Adapter:
     def handle(self, req):
         op = req.get("op")
         if op == "hello":
-            return {"protocol": 1, "name": self.name, "version": self.version, "suites": self.suites,
-                    "profiles": self.profiles, "features": []}
+            return protocol.hello(self.name, self.version, self.suites, self.profiles)
         if op == "contract":
             return {"contract": None}
         if op == "bye":
-            return {"bye": True}
+            return protocol.bye()
         if op == "accumulate":
-            return {"unsupported": "accumulated digests (10^3 … 10^7 positions) are not run through this port"}
+            return protocol.unsupported("accumulated digests (10^3 … 10^7 positions) are not run through this port")
         if op != "test":
-            return {"unsupported": f"op {op}"}
+            return protocol.unsupported(f"op {op}")
         try:
             out = self.answer(req["suite"], req["type"], req["group"], req["test"])
         except Unsupported as e:
-            return {"unsupported": str(e)}
+            return protocol.unsupported(e)
         except self.refuse_on as e:  # the port refused the input: report where
-            at = where(e, self.checkout)
-            return {"refused": f"{type(e).__name__}: {e}" + (f" (at {at})" if at else "")}
-        return {"outputs": out}
+            return protocol.refused(e, where(e, self.checkout))
+        return protocol.outputs(out)
 
 
 def main(adapter_class, description):
@@ -161,22 +135,15 @@ def main(adapter_class, description):
                     help="the port's checkout (or ENGRAM_PORT_CHECKOUT)")
     args = ap.parse_args()
     if not args.checkout or not os.path.isdir(args.checkout):
-        print(json.dumps({"protocol": 1, "error": f"no checkout: --checkout {args.checkout!r} is not a directory"}),
+        print(json.dumps(protocol.start_error(f"no checkout: --checkout {args.checkout!r} is not a directory")),
               flush=True)
         return 2
     try:
         adapter = adapter_class(os.path.abspath(args.checkout))
     except (Exception, SystemExit) as e:  # the port's files are missing or do not load: say why, at hello
-        print(json.dumps({"protocol": 1, "error": f"cannot load the port from {args.checkout}: {e}"}), flush=True)
+        print(json.dumps(protocol.start_error(f"cannot load the port from {args.checkout}: {e}")), flush=True)
         return 2
-    # the protocol owns stdout: a port that prints goes to stderr
-    out, sys.stdout = sys.stdout, sys.stderr
-    for line in sys.stdin:
-        req = json.loads(line)
-        print(json.dumps(adapter.handle(req)), file=out, flush=True)
-        if req.get("op") == "bye":
-            break
-    return 0
+    return protocol.serve(adapter.handle)
 
 
 IDENTITY_FULL_MAX = 1 << 22  # V up to this: the whole identity map of V ids is built

@@ -1,14 +1,12 @@
 #!/usr/bin/env python3
 """ctest `ports.portlib.identity_map`: the token map the Python adapters hand a port that maps raw ids itself
-(portlib.identity_map), checked on its laws without any port: the whole identity up to IDENTITY_FULL_MAX ids;
-beyond, the prefix the ids need plus one pad entry; `unsupported` for an id >= V, and for an id at or above
-IDENTITY_PREFIX_MAX (a dense int64 map that long took the official code's adapters into crashes and timeouts
-in the full run of 2026-12-03)."""
-import os
+(engram_adapter.portlib.identity_map; conformance/python on PYTHONPATH), checked on its laws without any port:
+the whole identity up to IDENTITY_FULL_MAX ids; beyond, the prefix the ids need plus one pad entry;
+`unsupported` for an id >= V, and for an id at or above IDENTITY_PREFIX_MAX (a dense int64 map that long took
+the official code's adapters into crashes and timeouts in the full run of 2026-12-03)."""
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from portlib import IDENTITY_FULL_MAX, IDENTITY_PREFIX_MAX, Unsupported, identity_map  # noqa: E402
+from engram_adapter.portlib import IDENTITY_FULL_MAX, IDENTITY_PREFIX_MAX, Unsupported, identity_map
 
 
 def refused(v, ids, pad):
