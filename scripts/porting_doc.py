@@ -45,15 +45,14 @@ The modules of scripts/porting/ do the jobs (see its __init__); this is the comm
 Python 3 standard library only.
 """
 import argparse
+import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from porting.base import DOC, DOC_BEGIN, DOC_END, ROOT, SPEC, SPEC_BEGIN, SPEC_END, Problems, load_vectors  # noqa: E402,F401
-from porting.checker import (KNOWN_RANDOM_DIVERGENCES, Stats, check_conf1, check_prose,  # noqa: E402,F401
+from porting.base import DOC, DOC_BEGIN, DOC_END, ROOT, SPEC, SPEC_BEGIN, SPEC_END, Problems, load_vectors  # noqa: F401
+from porting.checker import (KNOWN_RANDOM_DIVERGENCES, Stats, check_conf1, check_prose,  # noqa: F401
                              check_schemas, check_vectors)
-from porting.facts import LOADED  # noqa: E402
+from porting.facts import LOADED
 from porting.render import lint_markdown, render_doc, render_spec, replace_block  # noqa: E402
 from porting.replay_peer import replay  # noqa: E402
 from porting.schema_model import MODEL  # noqa: E402
@@ -79,10 +78,13 @@ def run_checks(vectors, doc_text):
 def hf_map_builder():
     """A function tokenizer.json text -> map built by the Hugging Face tokenizers package
     (conformance/crosscheck/hf_token_map.py), or None when the package is not installed."""
+    import importlib.util
+    import tempfile
+    spec = importlib.util.spec_from_file_location(
+        "hf_token_map", os.path.join(ROOT, "conformance", "crosscheck", "hf_token_map.py"))
+    hf_token_map = importlib.util.module_from_spec(spec)
     try:
-        sys.path.insert(0, os.path.join(ROOT, "conformance", "crosscheck"))
-        import hf_token_map  # noqa: E402 (needs the tokenizers package)
-        import tempfile
+        spec.loader.exec_module(hf_token_map)  # needs the tokenizers package
     except ImportError:
         return None
 

@@ -66,8 +66,7 @@ def synthetic_port(tmp):
 
 def levels_and_cells():
     """§CONF.8 levels from a port's rows (each suite measured on its own) and the random column of a cut row."""
-    sys.path.insert(0, os.path.dirname(MATRIX))
-    import ports_matrix as pm
+    import ports_matrix as pm  # scripts/, the test's own directory
     failures = []
 
     def row(suite, failed=0, skipped=0, profiles=None, rnd_failed=0):

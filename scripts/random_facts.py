@@ -29,8 +29,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import porting_doc as P  # noqa: E402
+import porting_doc as P  # scripts/, the script's own directory
 
 # The test types each suite's generator makes (vectors/random*.cc). The other documented types have no
 # random cases: fp8_decode (its vectors are exhaustive), accumulated (already a 10^7-position stream),

@@ -2,15 +2,14 @@
 """porting/prose.py, on its own: the committed guide and spec pass; the guide's earlier §7 (the sentences
 that contradicted §VEC.7, §HASH.6 and the vectors), a prose sentence that contradicts the generated
 reference, vectors that no longer decide a claim, a spec that no longer states its rule, and a sentence
-naming other tcIds than the vectors flag are each reported. Python 3 standard library only."""
+naming other tcIds than the vectors flag are each reported. Python 3 standard library only.
+Run from scripts/: python3 -m porting.prose_test"""
 import copy
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-from porting.base import DOC, DOC_BEGIN, DOC_END, ROOT, Problems, load_vectors  # noqa: E402
-from porting.checker import check_prose  # noqa: E402
+from porting.base import DOC, DOC_BEGIN, DOC_END, ROOT, Problems, load_vectors
+from porting.checker import check_prose
 
 # docs/porting.md §7 as it stood before it was corrected (its wrong sentences verbatim, the rest abridged): a
 # fork onto an existing name "is a refusal", "the current vectors have no invalid HashStateTest", and a
