@@ -162,23 +162,40 @@ SHARD_ENVS = [
 ]
 
 
+SLURM_4 = {"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "3",
+           "SLURM_ARRAY_TASK_STEP": "1", "SLURM_ARRAY_TASK_COUNT": "4"}
+# (--shard-index, --shard-count, environment): the options beside the environment.
+SHARD_OPTIONS = [(None, None, env) for env in SHARD_ENVS] + [
+    ("1", "4", {}),
+    (None, "4", {}),
+    ("5", "4", {}),
+    (None, "3", {"JOB_COMPLETION_INDEX": "1"}),
+    # Before, the plugin took a count beside a Slurm array where conform refuses it (shard.cc).
+    (None, "4", SLURM_4),
+    ("2", "4", SLURM_4),
+]
+
+
 def test_the_plugin_and_the_cli_resolve_the_same_shard(engram_cli, tmp_path):
     from engram_conformance.pytest_plugin import resolve_shard
-    for env in SHARD_ENVS:
+    for index, count, env in SHARD_OPTIONS:
         base = {k: v for k, v in os.environ.items() if not k.startswith(("GTEST_", "TEST_", "SLURM_", "JOB_", "CIRCLE_"))}
-        r = subprocess.run([engram_cli, "conform", "--vectors", str(tmp_path / "none"), "--exec", "true"],
+        options = (["--shard-index", index] if index is not None else []) + \
+            (["--shard-count", count] if count is not None else [])
+        r = subprocess.run([engram_cli, "conform", "--vectors", str(tmp_path / "none"), "--exec", "true", *options],
                            env=dict(base, **env), capture_output=True, text=True)
         try:
-            plugin = resolve_shard(None, None, env)
+            plugin = resolve_shard(index, count, env)
         except engram.Error as e:
             plugin = str(e)
         first = r.stderr.splitlines()[0] if r.stderr else ""
+        case = (index, count, env, r.stderr)
         if isinstance(plugin, str):  # refused by both, with the same words (each naming its own options)
-            assert first == "engram conform: " + plugin.replace("--engram-shard-", "--shard-"), (env, r.stderr)
+            assert first == "engram conform: " + plugin.replace("--engram-shard-", "--shard-"), case
         elif plugin[1] == 1:
-            assert "shard" not in first, (env, r.stderr)
+            assert "shard" not in first, case
         else:
-            assert first == f"engram conform: shard {plugin[0]} of {plugin[1]} (from {plugin[2]})", (env, r.stderr)
+            assert first == f"engram conform: shard {plugin[0]} of {plugin[1]} (from {plugin[2]})", case
 
 
 # --- As strict as engram conform (§CONF.4) ---------------------------------------------------------------------
