@@ -304,7 +304,7 @@ TEST(RandomConform, AClaimedSuiteThatComputesNothingFailsTheRun) {
 
 // An independent port (the numpy port, no bug planted) passes the
 // hand-off and token-map cases: the expectations are not the reference's own quirks.
-TEST(RandomConform, TheNumpyAdapterPassesTheHandoffAndTokenMapCases) {
+TEST(RandomConform, TheNumpyPortPassesTheHandoffAndTokenMapCases) {
   if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
   Result r = Conform("--vectors " + kVectors + " --exec \"" + NumpyPort() +
                      "\" --random 300 --seed 11 --random-only --suite hash_state --suite token_map");
@@ -351,7 +351,7 @@ TEST(RandomConform, RollbacksBeyondTheMandatoryDepthAreDrawnOnlyForThePolicyFeat
   EXPECT_EQ(rf.exit_code, 0) << rf.out;
 }
 
-TEST(RandomConform, TheNumpyAdapterPassesTheFusionCases) {
+TEST(RandomConform, TheNumpyPortPassesTheFusionCases) {
   if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
   const std::string port = "--exec \"" + NumpyPort() + "\"";
   const std::string n = std::to_string(engram::testutil::SanitizedCount(300, 100));

@@ -77,7 +77,7 @@ bool SkippedForAccumulateMax(const json& t) {
   return t["suite"] == "accumulated" && t["detail"].get<std::string>().find("--accumulate-max") != std::string::npos;
 }
 
-TEST(Conform, NumpyAdapterPassesEverySuite) {
+TEST(Conform, NumpyPortPassesEverySuite) {
   if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
   const fs::path report = Dir() / "numpy.json";
   Result r = Conform("--vectors " + kVectors + " --exec \"" + NumpyPort() +
@@ -306,7 +306,7 @@ TEST(ServingFailures, NameTheRequestTheSlotAndTheBoundary) {
 // one profile skip everything else ("not claimed", in every suite, LayoutTest's
 // per-test profile included), and --unsupported TYPE answers "unsupported"
 // (skipped, not failed). Both runs are OK.
-TEST(Conform, TheExampleAdapterClaimsPartOfTheSuite) {
+TEST(Conform, TheNumpyPortClaimsPartOfTheSuite) {
   if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
   const fs::path report = Dir() / "partial.json";
   Result v41 = Conform("--vectors " + kVectors + " --exec \"" + NumpyPort() +
