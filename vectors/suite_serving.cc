@@ -382,7 +382,11 @@ void AddGroup(SuiteBuilder& b, const ServingGroupSpec& gs, size_t index) {
   }
   // Inputs that must be refused, in each encoding where the break can be written.
   std::vector<Request> q = {d.At(4, m, 3), d.At(9, m, 2)};
-  const ServingCase base = Lay(layout, "PackedBatchTest", q, {d.Id()}, {d.Id()});
+  // One padding slot and the id beneath it, drawn in that order as statements: two draws in one call's
+  // arguments would be drawn in an order each compiler picks.
+  const int64_t pad_under = d.Id();
+  const int64_t pad_id = d.Id();
+  const ServingCase base = Lay(layout, "PackedBatchTest", q, {pad_id}, {pad_under});
   {
     ServingCase c = base;
     c.call.cu_seqlens = {0, 3, 2};
