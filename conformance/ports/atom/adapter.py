@@ -16,8 +16,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from engram_adapter.portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test,
-                                    identity_map, load_defs, main, test_ids)
+from engram_adapter.portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, identity_map,
+                                    load_defs, main, test_ids)
+from engram_adapter.serving import Packed, boundary_problem
 
 PATH = "atom/models/deepseek_v41_engram.py"
 NAMES = ["_is_prime", "_next_prime", "compute_hash_multipliers", "EngramLayout", "NgramHashState"]
@@ -73,7 +74,7 @@ class Session:
 class Atom(Adapter):
     name = "ROCm/ATOM atom/models/deepseek_v41_engram.py (torch, CPU)"
     version = "checkout"
-    suites = ["multipliers", "layout", "hash_v41"]
+    suites = ["multipliers", "layout", "hash_v41", "serving_v41"]
     profiles = ["v4.1"]
 
     def __init__(self, checkout):
@@ -103,6 +104,47 @@ class Atom(Adapter):
         # the compressed vocabulary size as the engine passes it, from the config (the token map is built apart)
         return self.ns["NgramHashState"](layout, table, cfg.get("engram_compressed_vocab_size", v), raw_pad), layout
 
+    def packed(self, group, test, type_):
+        """A serving_v41 test as the engine's step: build_history over the flat batch (cu_seqlens, each request's
+        slot_state row carried in, newest first, and updated in place), then forward with the token mask. The
+        slot_state after the call is the state written back."""
+        if type_ == "DraftTreeTest":
+            raise Unsupported("tree drafts: build_history reads a slot's look-back from the slots before it in its "
+                              "request's run, and takes no parent indices")
+        cfg, v, pad = config_of(group), group["compressedVocabSize"], group["compressedPad"]
+        cu = test["cuSeqlens"]
+        if boundary_problem(test):  # the call goes as the test writes it: the port's own handling of the boundaries
+            ids = torch.tensor(test["ids"], dtype=torch.int64)
+            st = self.state(cfg, v, pad, [i for i in test["ids"] if i >= 0])[0]
+            slot = torch.full((max(len(cu) - 1, 0), st.lookback), DEAD, dtype=torch.int64)
+            pos = torch.tensor(test["positions"], dtype=torch.int64)
+            hist = st.build_history(ids, pos, torch.tensor(cu, dtype=torch.int64), slot)
+            return {"rows": as_int_rows(st(ids, pos, hist, ids != DEAD))}
+        pk = Packed(group, test)
+        # the flat batch is the requests' contiguous runs: build_history sizes its per-slot request index by the
+        # boundaries (torch.repeat_interleave over cu_seqlens), so the padding after cuSeqlens[B] is not passed
+        raw = pk.raw_ids(fill=DEAD)[:pk.n]
+        history = [u for q in pk.reqs for u in q["under"] if u >= 0]
+        st = self.state(cfg, v, pad, [i for i in raw if i >= 0] + history)[0]
+        w = st.lookback
+        slot = torch.full((pk.b, w), DEAD, dtype=torch.int64)
+        for r, q in enumerate(pk.reqs):  # newest first, DEAD where masked or before the start
+            for c, x in enumerate(reversed(q["ids"])):
+                slot[r, c] = x
+        ids = torch.tensor(raw, dtype=torch.int64)
+        pos = torch.tensor(pk.pos[:pk.n], dtype=torch.int64)
+        hist = st.build_history(ids, pos, torch.tensor(cu, dtype=torch.int64), slot)
+        rows = st(ids, pos, hist, torch.tensor([not d for d in pk.dead[:pk.n]], dtype=torch.bool))
+        states = []
+        for r in range(pk.b):  # the port's slot_state, as the request's last ids
+            s = pk.consumed_state(r)
+            k = len(s["ids"])
+            got = [int(x) for x in reversed(slot[r, :k].tolist())]
+            s["under"] = [y if y != DEAD else u for y, u in zip(got, s["under"])]
+            s["ids"] = got
+            states.append(s)
+        return {"rows": as_int_rows(rows), **pk.write(states)}
+
     def answer(self, suite, type_, group, test):
         if type_ == "MultipliersTest":
             if test["seed"] != 0:
@@ -127,6 +169,8 @@ class Atom(Adapter):
             if type_ == "HashTest":
                 return {"rows": new_session(0).append(test["ids"])}
             return hash_state_test(group, test, new_session)
+        if type_ in ("PackedBatchTest", "DraftTreeTest"):
+            return self.packed(group, test, type_)
         raise Unsupported(f"{type_}: not part of the port's Engram hash code")
 
 

@@ -15,6 +15,7 @@ import sys
 import numpy as np
 
 from engram_adapter.portlib import DEAD, Adapter, Unsupported, hash_state_test, main
+from engram_adapter.serving import Packed, boundary_problem
 
 MS = "com.microsoft"
 
@@ -25,7 +26,7 @@ def hexf(x):
 
 class Ort(Adapter):
     name = "onnxruntime contrib ops NGramHashMapping / VarlenNGramHashMapping / EngramGate (CPU)"
-    suites = ["hash_demo", "hash_v41", "gate_demo"]
+    suites = ["hash_demo", "hash_v41", "gate_demo", "serving_v41"]
     profiles = ["demo-v1", "v4.1"]
 
     def __init__(self, checkout):
@@ -72,11 +73,11 @@ class Ort(Adapter):
             outs = [h.make_tensor_value_info("hash_ids", TP.INT64, None),
                     h.make_tensor_value_info("present_ids", TP.INT64, None)]
             if varlen:
-                ins += [h.make_tensor_value_info("cu", TP.INT32, [2]),
-                        h.make_tensor_value_info("past_ids", TP.INT64, [1, m - 1]),
+                ins += [h.make_tensor_value_info("cu", TP.INT32, ["B1"]),
+                        h.make_tensor_value_info("past_ids", TP.INT64, ["B", m - 1]),
                         h.make_tensor_value_info("head_offsets", TP.INT64, [cols]),
                         h.make_tensor_value_info("segment_ids", TP.INT32, ["T"]),
-                        h.make_tensor_value_info("past_segment_ids", TP.INT32, [1, m - 1])]
+                        h.make_tensor_value_info("past_segment_ids", TP.INT32, ["B", m - 1])]
                 outs.append(h.make_tensor_value_info("present_segment_ids", TP.INT32, None))
                 node = h.make_node("VarlenNGramHashMapping",
                                    ["input_ids", "multipliers", "vocab_sizes", "cu", "past_ids", "head_offsets", "",
@@ -168,6 +169,71 @@ class Ort(Adapter):
                 rows[t][li] = [int(x) for x in out[0][0, t]]
         return rows
 
+    # ------------------------------------------------------------------ serving: one VarlenNGramHashMapping call
+
+    def packed(self, group, test, type_):
+        """A serving_v41 test as one VarlenNGramHashMapping call per layer: the flat ids, cumulative_sequence_length,
+        past_ids [B, M - 1] right-aligned and pad-filled, DEAD as segment boundaries (as hash_chunk), and the
+        requests' state after the call from the op's present_ids."""
+        if type_ == "DraftTreeTest":
+            raise Unsupported("tree drafts: VarlenNGramHashMapping takes no parent indices; a token's window is the "
+                              "tokens before it in its request")
+        layers, pad = group["layers"], group["compressedPad"]
+        m = len(layers[0]["multipliers"])
+        heads = len(layers[0]["primes"][0]) if layers[0]["primes"] else 0
+        if m < 2 or heads < 1:
+            raise Unsupported(f"max n-gram {m}, {heads} heads: the ops need max_ngram_size >= 2 and a head")
+        w = m - 1
+        if boundary_problem(test):  # the op checks its boundaries itself: the call goes as the test writes it
+            feed = [pad if i == DEAD else i for i in test["ids"]]
+            past = np.full((max(len(test["cuSeqlens"]) - 1, 0), w), pad, dtype=np.int64)
+            self.run_varlen(m, heads, pad, layers, feed, test["cuSeqlens"], past, np.zeros(past.shape, np.int32),
+                            [0] * len(feed))
+            raise AssertionError("the op accepted boundaries §HASH.10 refuses")  # run_varlen raised: not reached
+        pk = Packed(group, test)
+        # the op refuses a request with no token and a buffer longer than its last boundary (its messages: "every
+        # request must contain at least one token", "cumulative_sequence_length[batch_size] must equal
+        # total_tokens"): the call carries the requests that have slots, and no padding
+        live = [r for r in range(pk.b) if pk.cu[r] < pk.cu[r + 1]]
+        states = [pk.consumed_state(r) for r in range(pk.b)]
+        if not live:
+            return {"rows": [], **pk.write(states)}
+        feed, segs, cu, past, past_seg = [], [], [0], [], []
+        for r in live:
+            h = pk.reqs[r]
+            hist = h["ids"]
+            hseg, last_dead = self.segments(hist)
+            past.append([pad] * (w - len(hist)) + [pad if i == DEAD else i for i in hist])
+            past_seg.append([hseg[0] if hseg else 0] * (w - len(hseg)) + hseg)
+            chunk = [pk.ids[t] for t in pk.slots(r)]
+            cseg, _ = self.segments(chunk, past_seg[-1][-1] + (1 if last_dead else 0))
+            feed += [pad if i == DEAD else i for i in chunk]
+            segs += cseg
+            cu.append(len(feed))
+        rows, present = self.run_varlen(m, heads, pad, layers, feed, cu, np.asarray(past, dtype=np.int64),
+                                        np.asarray(past_seg, dtype=np.int32), segs)
+        for j, r in enumerate(live):  # the op's present_ids, DEAD where the adapter fed DEAD as the pad
+            s = states[r]
+            k = len(s["ids"])
+            got = [int(x) for x in present[j][w - k:]] if k else []
+            s["ids"] = [DEAD if x == DEAD else y for x, y in zip(s["ids"], got)]
+        return {"rows": rows, **pk.write(states)}
+
+    def run_varlen(self, m, heads, pad, layers, feed, cu, past, past_seg, segs):
+        sess = self.hash_session(m, heads, pad, True)
+        rows = [[None] * len(layers) for _ in feed]
+        present = None
+        for li, layer in enumerate(layers):
+            mult, primes, offsets = self.layer_inputs(layer)
+            out = sess.run(None, {"input_ids": np.asarray(feed, dtype=np.int64), "multipliers": mult,
+                                  "vocab_sizes": primes, "cu": np.asarray(cu, dtype=np.int32), "past_ids": past,
+                                  "head_offsets": offsets, "segment_ids": np.asarray(segs, dtype=np.int32),
+                                  "past_segment_ids": past_seg})
+            for t in range(len(feed)):
+                rows[t][li] = [int(x) for x in out[0][t]]
+            present = out[1]
+        return rows, present
+
     # ------------------------------------------------------------------ gate
 
     def gate_session(self, hc, hid, k):
@@ -227,6 +293,8 @@ class Ort(Adapter):
             return hash_state_test(group, test, lambda capacity: Session(self, group))
         if type_ == "DemoGateTest":
             return self.demo_gate(group, test)
+        if type_ in ("PackedBatchTest", "DraftTreeTest"):
+            return self.packed(group, test, type_)
         if type_ == "GateFunctionTest":
             raise Unsupported("EngramGate takes key, query and value, not a dot: the gate function alone has no entry")
         raise Unsupported(f"{type_}: not one of the Engram contrib ops")

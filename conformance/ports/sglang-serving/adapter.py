@@ -16,7 +16,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from engram_adapter.portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, load_defs, main, test_ids
+from engram_adapter.portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, fp8_decode_by_rows,
+                                    hash_state_test, load_defs, main, test_ids)
+from engram_adapter.serving import Packed
 
 import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a test's input bytes)
 
@@ -26,6 +28,7 @@ NAMES = ["_OFFLOAD_LOG_EVERY", "_find_next_prime", "compute_hash_multipliers", "
 # python/sglang/srt/managers/schedule_batch.py: pad values of multimodal spans start here; the scheduler refuses a
 # vocabulary as large (sanity_check_mm_pad_shift_value)
 MM_PAD_SHIFT_VALUE = 1_000_000
+TABLE_MAX = 1 << 22  # the longest token-table row the adapter builds (the scheduler's is the context length)
 IMAGE_TOKEN_ID = -1  # config.image_token_id: a raw id no test id is once DEAD becomes a pad value
 
 
@@ -48,7 +51,7 @@ def bf16_tensor(bits, shape):
 class SGLangServing(Adapter):
     name = "sglang python/sglang/srt/layers/engram.py (production layer, torch CPU)"
     version = "checkout"
-    suites = ["multipliers", "layout", "hash_v41", "gate_v41", "table_lookup"]
+    suites = ["multipliers", "layout", "hash_v41", "gate_v41", "table_lookup", "fp8_decode", "serving_v41"]
     profiles = ["v4.1"]
 
     def __init__(self, checkout):
@@ -91,6 +94,47 @@ class SGLangServing(Adapter):
             h.image_token_id = IMAGE_TOKEN_ID
             self.hashers = {key: (h, lay)}  # one at a time: the identity map can be a million ids
         return self.hashers[key]
+
+    # ------------------------------------------------------------------ serving: one extend forward
+
+    def packed(self, group, test, type_):
+        """A serving_v41 test as one EngramHasher.forward over the whole buffer, padding included, as the scheduler
+        hands it over: per request a row of the n-gram token table (the raw id at every position, the call's own
+        ids included: the table is filled before the forward), req_pool_indices, extend_seq_lens and absolute
+        positions. The token table is the sglang encoding itself; the others are written into one."""
+        if type_ == "DraftTreeTest":
+            raise Unsupported("tree drafts: the token table holds one id per position, and siblings share a position")
+        cu = test["cuSeqlens"]
+        if not cu or cu[0] != 0:
+            raise Unsupported("a first boundary other than 0: the port's batch has no boundaries, only extend_seq_lens "
+                              "(a length per request, the first starting at slot 0)")
+        h, _ = self.hasher(config_of(group), group["compressedVocabSize"], group["compressedPad"])
+        pk = Packed(group, test)
+
+        def raw(i):
+            return MM_PAD_SHIFT_VALUE if i == DEAD else i
+
+        far = max([pk.pos[t] for r in range(pk.b) for t in pk.slots(r)] + [0])
+        if far >= TABLE_MAX:
+            raise Unsupported(f"a request at position {far}: the token table holds a request's ids by position, and "
+                              f"a row that long ({far + 1} ids) is not built here")
+        if pk.enc == "sglang":
+            table = [[raw(i) for i in row] for row in test["tokenTable"]]
+        else:
+            table = []
+            for r in range(pk.b):
+                req = pk.reqs[r]
+                p = req["position"] or 0
+                row = [0] * max(p - len(req["ids"]), 0) + [raw(i) for i in req["ids"]]
+                table.append(row + [raw(pk.ids[t]) for t in pk.slots(r)])
+        width = max([len(row) for row in table] + [1])
+        table = torch.tensor([row + [0] * (width - len(row)) for row in table], dtype=torch.int64).reshape(pk.b, width)
+        batch = SimpleNamespace(ngram_embedding_info=SimpleNamespace(token_table=table),
+                                req_pool_indices=torch.arange(pk.b), forward_mode=SimpleNamespace(is_decode=lambda: False),
+                                extend_seq_lens=torch.tensor([cu[r + 1] - cu[r] for r in range(pk.b)]),
+                                positions=torch.tensor(pk.pos, dtype=torch.int64))
+        rows = self.ns["EngramHasher"].forward(h, torch.tensor([raw(i) for i in pk.ids], dtype=torch.int64), batch)
+        return {"rows": as_int_rows(rows[:pk.n]), **pk.write([pk.consumed_state(r) for r in range(pk.b)])}
 
     # ------------------------------------------------------------------ gate and table
 
@@ -142,17 +186,22 @@ class SGLangServing(Adapter):
             for rb in test["rowBytes"]:
                 b = bytes.fromhex(rb["packed"]) if "packed" in rb else bytes.fromhex(rb["codes"]) + bytes.fromhex(rb["scales"])
                 raw.append((b[:d], b[d:d + n_s]))
+        bits = self.decode_rows(raw, d)
+        return {"rows": ["".join(f"{int(b) & 0xFFFF:04x}" for b in row) for row in bits]}
+
+    def decode_rows(self, raw, d):
+        """EngramEmbedding.forward on a shard holding the given rows (codes, scales), one per id, in order, as
+        _load_rows would copy them from a checkpoint. Returns each row's bf16 bit patterns."""
+        n_s = d // 32
         emb = self.ns["EngramEmbedding"].__new__(self.ns["EngramEmbedding"])
         nn.Module.__init__(emb)
-        # the shard holds the test's rows (one per id, in order), as _load_rows would copy them from a checkpoint
-        emb.tp_size, emb.offload, emb.rows, emb.row_start = 1, None, len(ids), 0
+        emb.tp_size, emb.offload, emb.rows, emb.row_start = 1, None, len(raw), 0
         emb.weight = nn.Parameter(torch.tensor(np.frombuffer(b"".join(c for c, _ in raw), dtype=np.uint8).reshape(
-            len(ids), d).copy()).view(torch.float8_e4m3fn), requires_grad=False)
+            len(raw), d).copy()).view(torch.float8_e4m3fn), requires_grad=False)
         emb.scale = nn.Parameter(torch.tensor(np.frombuffer(b"".join(s for _, s in raw), dtype=np.uint8).reshape(
-            len(ids), n_s).copy()).view(torch.float8_e8m0fnu), requires_grad=False)
-        out = emb(torch.arange(len(ids), dtype=torch.int64).reshape(-1, 1))
-        bits = out.contiguous().view(torch.int16).reshape(len(ids), d).tolist()
-        return {"rows": ["".join(f"{int(b) & 0xFFFF:04x}" for b in row) for row in bits]}
+            len(raw), n_s).copy()).view(torch.float8_e8m0fnu), requires_grad=False)
+        out = emb(torch.arange(len(raw), dtype=torch.int64).reshape(-1, 1))
+        return out.contiguous().view(torch.int16).reshape(len(raw), d).tolist()
 
     # ------------------------------------------------------------------ the protocol
 
@@ -177,6 +226,14 @@ class SGLangServing(Adapter):
             return hash_state_test(group, test, lambda capacity: Request(h))
         if type_ == "V41GateTest":
             return self.gate(group, test)
+        if type_ in ("PackedBatchTest", "DraftTreeTest"):
+            return self.packed(group, test, type_)
+        if type_ in ("E4M3DecodeTest", "E8M0DecodeTest", "ElementDecodeTest"):
+            if not hasattr(torch, "float8_e8m0fnu"):
+                raise Unsupported(f"torch {torch.__version__} has no float8_e8m0fnu (EngramEmbedding's scale dtype)")
+            # the layer decodes FP8 only in EngramEmbedding.forward: the test's codes go through a row of the table
+            return fp8_decode_by_rows(type_, test, lambda codes, scales: self.decode_rows([(codes, scales)],
+                                                                                         len(codes))[0])
         if type_ in ("SafetensorsLookupTest", "PackedLookupTest", "SyntheticLookupTest"):
             if not hasattr(torch, "float8_e8m0fnu"):
                 raise Unsupported(f"torch {torch.__version__} has no float8_e8m0fnu (EngramEmbedding's scale dtype)")

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engram_adapter.official_api import OfficialApiAdapter
-from engram_adapter.portlib import Unsupported, main
+from engram_adapter.portlib import Unsupported, fp8_decode_by_rows, main
 
 import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a test's input bytes)
 
@@ -43,7 +43,7 @@ class SGLang(OfficialApiAdapter):
     name = "sglang test/manual/deepseek_v41/dsv41_engram.py"
     version = "checkout"
     path = "test/manual/deepseek_v41/dsv41_engram.py"
-    suites = ["multipliers", "layout", "hash_v41", "gate_v41", "table_lookup"]
+    suites = ["multipliers", "layout", "hash_v41", "gate_v41", "table_lookup", "fp8_decode"]
     # the file's imports the Engram code does not use at run time, stubbed (README.md); FP8_BLOCK_SIZE as
     # python/sglang/srt/layers/attention/dsv4/torch_quant.py:16 defines it at the same commit
     extra = {"msgspec": _Msgspec, "DeepseekV41Args": object, "F": F, "Linear": None, "FP8_BLOCK_SIZE": 32}
@@ -115,23 +115,34 @@ class SGLang(OfficialApiAdapter):
             for rb in test["rowBytes"]:
                 b = bytes.fromhex(rb["packed"]) if "packed" in rb else bytes.fromhex(rb["codes"]) + bytes.fromhex(rb["scales"])
                 raw.append((b[:d], b[d:d + n_s]))
+        bits = self.decode_rows(raw, d)
+        return {"rows": ["".join(f"{int(b) & 0xFFFF:04x}" for b in row) for row in bits]}
+
+    def decode_rows(self, raw, d):
+        """EngramEmbedding.forward on a table holding the given rows (codes, scales), one per id, in order: the
+        module's own parameters, as loaded. Returns each row's bf16 bit patterns."""
+        n_s = d // 32
         emb = self.mod["EngramEmbedding"].__new__(self.mod["EngramEmbedding"])
         nn.Module.__init__(emb)
         emb.block_size = 32
-        # the table holds the test's rows (one per id, in order): the module's own parameters, as loaded
         emb.weight = nn.Parameter(torch.tensor(np.frombuffer(b"".join(c for c, _ in raw), dtype=np.uint8).reshape(
-            len(ids), d).copy()).view(torch.float8_e4m3fn), requires_grad=False)
+            len(raw), d).copy()).view(torch.float8_e4m3fn), requires_grad=False)
         emb.scale = nn.Parameter(torch.tensor(np.frombuffer(b"".join(s for _, s in raw), dtype=np.uint8).reshape(
-            len(ids), n_s).copy()).view(torch.float8_e8m0fnu), requires_grad=False)
-        out = emb(torch.arange(len(ids), dtype=torch.int64))
-        bits = out.contiguous().view(torch.int16).reshape(len(ids), d).tolist()
-        return {"rows": ["".join(f"{int(b) & 0xFFFF:04x}" for b in row) for row in bits]}
+            len(raw), n_s).copy()).view(torch.float8_e8m0fnu), requires_grad=False)
+        out = emb(torch.arange(len(raw), dtype=torch.int64))
+        return out.contiguous().view(torch.int16).reshape(len(raw), d).tolist()
 
     def answer(self, suite, type_, group, test):
         if type_ == "V41GateTest":
             return self.gate(group, test)
         if type_ in ("SafetensorsLookupTest", "PackedLookupTest", "SyntheticLookupTest"):
             return self.lookup(type_, group, test)
+        if type_ in ("E4M3DecodeTest", "E8M0DecodeTest", "ElementDecodeTest"):
+            if not hasattr(torch, "float8_e8m0fnu"):
+                raise Unsupported(f"torch {torch.__version__} has no float8_e8m0fnu (EngramEmbedding's scale dtype)")
+            # the file decodes FP8 only in EngramEmbedding.forward: the test's codes go through a row of the table
+            return fp8_decode_by_rows(type_, test, lambda codes, scales: self.decode_rows([(codes, scales)],
+                                                                                         len(codes))[0])
         return super().answer(suite, type_, group, test)
 
 

@@ -80,11 +80,18 @@ class NgramHashState(nn.Module):
         return torch.tensor(out, dtype=torch.int64)
 
     def build_history(self, input_ids, positions, cu_seqlens, slot_state):
+        """Per request run of cu_seqlens: each slot's look-back (newest first) from the run, then its slot_state row,
+        which is updated in place; like the port's, it takes no token mask."""
         ids = [self._compress(i) for i in input_ids.tolist()]
+        cu = [int(x) for x in cu_seqlens.tolist()]
+        if cu[0] != 0 or cu[-1] != len(ids) or any(cu[b + 1] < cu[b] for b in range(len(cu) - 1)):
+            raise ValueError(f"stand-in build_history: boundaries {cu} for {len(ids)} ids")
         hist = torch.empty((len(ids), self.lookback), dtype=torch.int64)
-        past = slot_state[0].tolist()  # newest first
-        for t in range(len(ids)):
-            seen = list(reversed(ids[:t])) + past  # newest first
-            hist[t] = torch.tensor(seen[:self.lookback], dtype=torch.int64)
-        slot_state.copy_(torch.tensor([(list(reversed(ids)) + past)[:self.lookback]], dtype=torch.int64))
+        for b in range(len(cu) - 1):
+            run = ids[cu[b]:cu[b + 1]]
+            past = slot_state[b].tolist()  # newest first
+            for t in range(len(run)):
+                seen = list(reversed(run[:t])) + past  # newest first
+                hist[cu[b] + t] = torch.tensor(seen[:self.lookback], dtype=torch.int64)
+            slot_state[b] = torch.tensor((list(reversed(run)) + past)[:self.lookback], dtype=torch.int64)
         return hist

@@ -42,6 +42,22 @@ def _hash(ids, mult, primes, offsets, segs, past, past_segs, pad, m, heads):
     return out, np.asarray(hist[-(m - 1):], dtype=np.int64), np.asarray(hseg[-(m - 1):], dtype=np.int32)
 
 
+def _varlen(ids, mult, primes, cu, past, offsets, segs, past_segs, pad, m, heads):
+    """VarlenNGramHashMapping: one _hash per request of cumulative_sequence_length, which (its schema) starts at 0,
+    ends at the buffer's end and gives every request a token."""
+    cu = [int(x) for x in cu]
+    if cu[0] != 0 or cu[-1] != len(ids) or any(cu[b + 1] <= cu[b] for b in range(len(cu) - 1)):
+        raise ValueError(f"stand-in VarlenNGramHashMapping: boundaries {cu} for {len(ids)} ids")
+    rows, p_ids, p_segs = [], [], []
+    for b in range(len(cu) - 1):
+        r, pi, ps = _hash(ids[cu[b]:cu[b + 1]], mult, primes, offsets, segs[cu[b]:cu[b + 1]], past[b], past_segs[b],
+                          pad, m, heads)
+        rows.append(r)
+        p_ids.append(pi)
+        p_segs.append(ps)
+    return [np.concatenate(rows), np.stack(p_ids), np.stack(p_segs)]
+
+
 def _gate(key, query, value, n1, n2, eps):
     ref = __import__("_ref").ref
     b, s, hc, hid = query.shape
@@ -83,8 +99,7 @@ class InferenceSession:
                     res = [rows[None], p_ids[None]]
                 else:
                     ids, mult, primes, cu, past, offsets, _, segs, past_segs = ins
-                    rows, p_ids, p_segs = _hash(ids, mult, primes, offsets, segs, past[0], past_segs[0], pad, m, heads)
-                    res = [rows, p_ids[None], p_segs[None]]
+                    res = _varlen(ids, mult, primes, cu, past, offsets, segs, past_segs, pad, m, heads)
             else:
                 raise NotImplementedError(f"stand-in: op {node.op_type}")
             for name, val in zip(node.output, res):

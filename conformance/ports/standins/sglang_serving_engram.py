@@ -52,16 +52,30 @@ class EngramHasher(nn.Module):
         self.offsets = torch.tensor([l["offsets"] for l in self.ref_layout["layers"]])
 
     def forward(self, input_ids, forward_batch):
+        """One extend forward: each request's run of extend_seq_lens continues from its token-table row."""
         ref = __import__("_ref").ref
-        table = forward_batch.ngram_embedding_info.token_table[0].tolist()
-        start = int(forward_batch.positions[0])
+        table = forward_batch.ngram_embedding_info.token_table
+        lens = [int(x) for x in forward_batch.extend_seq_lens.tolist()]
+        reqs = [int(x) for x in forward_batch.req_pool_indices.tolist()]
+        if any(n < 0 for n in lens):
+            raise ValueError(f"stand-in EngramHasher: extend_seq_lens {lens}")
 
         def compressed(i):
             return -1 if i >= MM_PAD_SHIFT_VALUE else i
 
-        history = [compressed(i) for i in table[max(0, start - self.max_ngram_size + 1):start]]
-        rows, _ = ref.hash_rows(self.ref_layout, history, start, [compressed(int(i)) for i in input_ids])
-        return torch.tensor(rows, dtype=torch.int64)
+        ids = [compressed(int(i)) for i in input_ids]
+        lay = self.ref_layout
+        out = [[[0] * ((lay["max_ngram"] - 1) * lay["heads"])] * len(lay["layers"]) for _ in ids]
+        at = 0
+        for req, n in zip(reqs, lens):
+            if n and at < len(ids):
+                start = int(forward_batch.positions[at])
+                row = table[req].tolist()
+                history = [compressed(i) for i in row[max(0, start - self.max_ngram_size + 1):start]]
+                rows, _ = ref.hash_rows(self.ref_layout, history, start, ids[at:at + n])
+                out[at:at + n] = [r.tolist() if hasattr(r, "tolist") else r for r in rows]
+            at += n
+        return torch.tensor(out[:len(ids)], dtype=torch.int64)
 
 
 class EngramEmbedding(nn.Module):

@@ -1,6 +1,6 @@
 """Stand-in of the vLLM common/engram.py definitions conformance/ports/vllm-triton/adapter.py drives
-(NgramHashState.forward as the V2 runner calls it, ParallelEngramEmbedding.lookup, dequantize_packed_engram_rows),
-with none of their code: no kernel, the row ids and decoded rows come from the in-tree numpy port (_ref.py). CI runs
+(NgramHashState.forward as the V2 runner calls it and, with its slot cache, as the V1 runner does;
+ParallelEngramEmbedding.lookup, dequantize_packed_engram_rows), with none of their code: no kernel, the row ids and decoded rows come from the in-tree numpy port (_ref.py). CI runs
 the adapter on it where torch >= 2 and triton are installed; the real measurement needs the port's checkout."""
 import numpy as np
 
@@ -23,7 +23,7 @@ class EngramLayout:
     pass
 
 
-_hash_ids_kernel = _engram_lookup_kernel = _engram_dequant_packed_kernel = None
+_write_hash_cache_kernel = _hash_ids_kernel = _engram_lookup_kernel = _engram_dequant_packed_kernel = None
 
 
 def _engram_head_shard_weight_loader(param, loaded_weight):
@@ -33,6 +33,8 @@ def _engram_head_shard_weight_loader(param, loaded_weight):
 class NgramHashState(nn.Module):
     def forward(self, input_ids, positions, query_start_loc, dead_mask, lookback_token_ids, lookback_dead_mask,
                 slot_mapping, block_table):
+        """A packed call: each request (query_start_loc) continues from its look-back window, and on the V1 path
+        (use_slot_cache) from the slot cache the call first writes its slots into (slot_mapping)."""
         ref = __import__("_ref").ref
         m = self.multipliers.shape[1]
         layout = {"profile": "v4.1", "max_ngram": m, "pad": int(self.pad_id), "v": int(self.token_map.numel()),
@@ -40,13 +42,30 @@ class NgramHashState(nn.Module):
                   "layers": [{"multipliers": self.multipliers[i].tolist(), "primes": self.primes[i].tolist(),
                               "offsets": self.offsets[i].tolist()} for i in range(self.multipliers.shape[0])]}
         ids = [DEAD_ID if bool(d) else int(self.token_map[int(t)]) for t, d in zip(input_ids, dead_mask)]
-        start = int(positions[0]) if len(ids) else 0
-        back = []
-        for c in range(min(start, lookback_token_ids.shape[1])):
-            t = int(lookback_token_ids[0, c])
-            back.append(DEAD_ID if bool(lookback_dead_mask[0, c]) else int(self.token_map[t]))
-        rows, _ = ref.hash_rows(layout, list(reversed(back)), start, ids)
-        return torch.tensor(np.asarray(rows, dtype=np.int64).astype(np.int32))
+        if self.use_slot_cache:
+            for t, s in enumerate(slot_mapping.tolist()):
+                if s >= 0:
+                    self._cache[s] = ids[t]
+        cu = query_start_loc.tolist()
+        out = np.zeros((len(ids), len(layout["layers"]), (m - 1) * layout["heads"]), dtype=np.int64)
+        for r in range(len(cu) - 1):
+            if cu[r] >= cu[r + 1]:
+                continue
+            start = int(positions[cu[r]])
+            back = []
+            for q in range(max(start - (m - 1), 0), start):  # oldest first
+                c = start - 1 - q
+                t = int(lookback_token_ids[r, c]) if c < lookback_token_ids.shape[1] else -1
+                if t >= 0:
+                    back.append(DEAD_ID if bool(lookback_dead_mask[r, c]) else int(self.token_map[t]))
+                elif self.use_slot_cache:
+                    bs = self.block_size
+                    back.append(int(self._cache[int(block_table[r, q // bs]) * bs + q % bs]))
+                else:
+                    back.append(int(self.pad_id))
+            rows, _ = ref.hash_rows(layout, back, start, ids[cu[r]:cu[r + 1]])
+            out[cu[r]:cu[r + 1]] = np.asarray(rows, dtype=np.int64)
+        return torch.tensor(out.astype(np.int32))
 
 
 class ParallelEngramEmbedding(nn.Module):

@@ -23,6 +23,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 from engram_adapter.portlib import DEAD, Adapter, Unsupported, hash_state_test, identity_map, main, test_ids
+from engram_adapter.serving import Packed, boundary_problem
 
 import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a test's input bytes)
 
@@ -33,7 +34,8 @@ if not torch.cuda.is_available():
     torch.accelerator.current_device_index = lambda: 0
 
 PATH = "vllm/models/deepseek_v41/common/engram.py"
-NAMES = ["DEAD_ID", "_is_prime", "find_next_prime", "compute_hash_multipliers", "EngramLayout", "_hash_ids_kernel",
+NAMES = ["DEAD_ID", "_is_prime", "find_next_prime", "compute_hash_multipliers", "EngramLayout", "_write_hash_cache_kernel",
+         "_hash_ids_kernel",
          "NgramHashState", "_engram_lookup_kernel", "_engram_head_shard_weight_loader", "ParallelEngramEmbedding", "_engram_dequant_packed_kernel",
          "dequantize_packed_engram_rows"]
 
@@ -50,7 +52,7 @@ def bf16_bits(t):
 
 class Kernels(Adapter):
     name = "vLLM deepseek_v41 Triton kernels (Triton interpreter, CPU)"
-    suites = ["hash_v41", "table_lookup"]
+    suites = ["hash_v41", "table_lookup", "serving_v41"]
     profiles = ["v4.1"]
 
     def __init__(self, checkout):
@@ -109,6 +111,56 @@ class Kernels(Adapter):
             look_dead[0, c] = i == DEAD
         out = st.forward(t, pos, qsl, dead, look, look_dead, None, None)
         return [[[int(x) for x in layer] for layer in tok] for tok in out.tolist()]
+
+    # ------------------------------------------------------------------ serving: one packed call
+
+    def packed(self, group, test, type_):
+        """A serving_v41 test as one NgramHashState.forward call over the whole buffer, padding included: the V2
+        runner's look-back window (lookback_token_ids / lookback_dead_mask) for every encoding but slotCache, which
+        is the V1 runner's slot cache (_write_hash_cache_kernel, then _hash_ids_kernel reading it by block_table)."""
+        if type_ == "DraftTreeTest":
+            raise Unsupported("tree drafts: _hash_ids_kernel has no parent indices; a slot's window is the slots "
+                              "before it in the buffer (token - shift), so a sibling would read its sibling")
+        bad = boundary_problem(test)
+        if bad:
+            raise Unsupported(f"{bad}: the kernel takes the runner's query_start_loc unchecked (it reads positions "
+                              f"and ids through it), so such a call is not run")
+        pk = Packed(group, test)
+        v, n_all = pk.v, len(pk.ids)
+        slots = [x for x in pk.raw_ids()]
+        looks = [pk.lookback(r) for r in range(pk.b)]
+        history = [x for ids, _ in looks for x in ids if x >= 0]
+        if pk.enc == "slotCache":
+            history += [x for x in test["slotCache"] if x >= 0]
+        for i in slots[:pk.n] + history:
+            if not 0 <= i < v:
+                raise Unsupported(f"id {i} outside [0, {v}): the kernel reads token_map[id] unchecked (an "
+                                  f"out-of-bounds load, undefined on the GPU), so such an input is not run")
+        st = self.hasher(group, [x for x in slots + history if 0 <= x < v])
+        if any(not 0 <= x < st.token_map.numel() for x in slots):  # padding slots beyond the map: a valid id instead
+            slots = [x if 0 <= x < st.token_map.numel() else 0 for x in slots]
+        ids = torch.tensor(slots, dtype=torch.int64)
+        dead = torch.tensor(pk.dead, dtype=torch.bool)
+        pos = torch.tensor(pk.pos, dtype=torch.int64)
+        qsl = torch.tensor(pk.cu, dtype=torch.int32)
+        depth = max(pk.w, 1)
+        look = torch.tensor([a for a, _ in looks] if looks else [], dtype=torch.int64).reshape(pk.b, depth)
+        look_dead = torch.tensor([m for _, m in looks] if looks else [], dtype=torch.bool).reshape(pk.b, depth)
+        if pk.enc != "slotCache":
+            out = st.forward(ids, pos, qsl, dead, look, look_dead, None, None)
+            rows = [[[int(x) for x in layer] for layer in tok] for tok in out[:pk.n].tolist()]
+            return {"rows": rows, **pk.write([pk.consumed_state(r) for r in range(pk.b)])}
+        # the V1 runner: every history id from the slot cache, none from a look-back window
+        st.use_slot_cache, st.block_size = True, test["blockSize"]
+        st._cache = torch.tensor(test["slotCache"], dtype=torch.int32)
+        width = max(len(row) for row in test["blockTable"]) if test["blockTable"] else 1
+        table = torch.tensor([row + [0] * (width - len(row)) for row in test["blockTable"]],
+                             dtype=torch.int32).reshape(pk.b, width)
+        mapping = torch.tensor(test["slotMapping"], dtype=torch.int64)
+        look = torch.full_like(look, -1)
+        out = st.forward(ids, pos, qsl, dead, look, torch.zeros_like(look_dead), mapping, table)
+        rows = [[[int(x) for x in layer] for layer in tok] for tok in out[:pk.n].tolist()]
+        return {"rows": rows, **pk.write([], slot_cache=st._cache.tolist())}
 
     # ------------------------------------------------------------------ table: lookup / dequant kernels
 
@@ -170,6 +222,8 @@ class Kernels(Adapter):
         if type_ in ("SafetensorsLookupTest", "PackedLookupTest", "SyntheticLookupTest"):
             group = dict(group, type=type_)
             return self.lookup(group, test)
+        if type_ in ("PackedBatchTest", "DraftTreeTest"):
+            return self.packed(group, test, type_)
         raise Unsupported(f"{type_}: no Triton kernel of the port computes it")
 
 

@@ -16,7 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from engram_adapter.portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, identity_len, load_defs, main
+from engram_adapter.portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, fp8_decode_by_rows,
+                                    identity_len, load_defs, main)
 
 import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a test's input bytes)
 
@@ -28,7 +29,7 @@ BLOCK = 16  # the oracle's block size (its slots are table[p // 16] * 16 + p % 1
 class Vllm(Adapter):
     name = "vLLM deepseek_v41 common/engram.py + tests/kernels/test_engram.py oracle"
     version = "checkout"
-    suites = ["multipliers", "layout", "hash_v41", "gate_v41", "table_lookup"]
+    suites = ["multipliers", "layout", "hash_v41", "gate_v41", "table_lookup", "fp8_decode"]
     profiles = ["v4.1"]
 
     def __init__(self, checkout):
@@ -90,6 +91,12 @@ class Vllm(Adapter):
             return self.gate(group, test)
         if type_ in ("SafetensorsLookupTest", "PackedLookupTest", "SyntheticLookupTest"):
             return self.lookup(type_, group, test)
+        if type_ in ("E4M3DecodeTest", "E8M0DecodeTest", "ElementDecodeTest"):
+            if not hasattr(torch, "float8_e4m3fn"):
+                raise Unsupported(f"torch {torch.__version__} has no float8_e4m3fn (the reference needs torch >= 2.1)")
+            # the CPU code decodes FP8 only inside _reference_lookup: the test's codes go through a row of the table
+            return fp8_decode_by_rows(type_, test, lambda codes, scales: self.decode_rows([(codes, scales)],
+                                                                                         len(codes))[0])
         raise Unsupported(f"{type_}: not computed by the port's CPU code or its tests' torch references (the "
                           f"stateful hash runs only as a Triton kernel: conformance/ports/vllm-triton)")
 
@@ -147,13 +154,18 @@ class Vllm(Adapter):
                     raw.append((b[:d], b[d:d + n_s]))
                 else:
                     raw.append((bytes.fromhex(rb["codes"]), bytes.fromhex(rb["scales"])))
-        weight = torch.tensor(np.frombuffer(b"".join(c for c, _ in raw), dtype=np.uint8).reshape(len(ids), d).copy()
-                              ).view(torch.float8_e4m3fn)
-        scale = torch.tensor(np.frombuffer(b"".join(s for _, s in raw), dtype=np.uint8).reshape(len(ids), n_s).copy())
-        local = torch.arange(len(ids), dtype=torch.int64).reshape(-1, 1)
-        out = self.tests["_reference_lookup"](weight, scale, local, 0, len(ids))
-        bits = out.contiguous().view(torch.int16).reshape(len(ids), d).tolist()
+        bits = self.decode_rows(raw, d)
         return {"rows": ["".join(f"{int(b) & 0xFFFF:04x}" for b in row) for row in bits]}
+
+    def decode_rows(self, raw, d):
+        """_reference_lookup on a table of the given rows (codes, scales), one per id: each row's bf16 bit patterns."""
+        n_s = d // 32
+        weight = torch.tensor(np.frombuffer(b"".join(c for c, _ in raw), dtype=np.uint8).reshape(len(raw), d).copy()
+                              ).view(torch.float8_e4m3fn)
+        scale = torch.tensor(np.frombuffer(b"".join(s for _, s in raw), dtype=np.uint8).reshape(len(raw), n_s).copy())
+        local = torch.arange(len(raw), dtype=torch.int64).reshape(-1, 1)
+        out = self.tests["_reference_lookup"](weight, scale, local, 0, len(raw))
+        return out.contiguous().view(torch.int16).reshape(len(raw), d).tolist()
 
 
 def bf16_tensor(bits, shape):

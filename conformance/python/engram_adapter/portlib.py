@@ -190,3 +190,24 @@ def identity_map(v, ids, pad):
         raise Unsupported(f"an id of {need - 1} with V = {v}: the port maps raw ids through a dense table, and "
                           f"the adapter's identity prefix of {need} ids would take {8 * need} bytes")
     return need, need
+
+
+E4M3_ONE = 0x38  # E4M3 1.0 (§STO.1)
+E8M0_ONE = 127  # E8M0 2^0 (§STO.2)
+
+
+def fp8_decode_by_rows(type_, test, decode_row):
+    """An fp8_decode test (§STO.1-§STO.3) answered by a port that decodes only whole table rows: decode_row(codes,
+    scales) -> the row's bf16 bit patterns, for 32 E4M3 codes per E8M0 scale. ElementDecodeTest: the 256 codes under
+    the test's scale. E4M3DecodeTest: the code under scale 2^0; E8M0DecodeTest: code 1.0 under the scale; the float32
+    value is the bf16 one widened, exact for both (an E4M3 value has 3 mantissa bits, 1.0 * 2^k is a power of two)."""
+    if type_ == "ElementDecodeTest":
+        row = decode_row(bytes(range(256)), bytes([test["scale"]] * 8))
+        return {"bf16": "".join(f"{int(b) & 0xFFFF:04x}" for b in row)}
+    if type_ == "E4M3DecodeTest":
+        row = decode_row(bytes([test["code"]] * 32), bytes([E8M0_ONE]))
+    elif type_ == "E8M0DecodeTest":
+        row = decode_row(bytes([E4M3_ONE] * 32), bytes([test["scale"]]))
+    else:
+        raise Unsupported(f"{type_}: not an fp8_decode test")
+    return {"f32Bits": f"{(int(row[0]) & 0xFFFF) << 16:08x}"}
