@@ -358,7 +358,8 @@ def reexplain(port, entry):
     return problems
 
 
-def main():
+def parse_args():
+    """The command line: (parser, args, {port id: its interpreter}), the defaults of --out and --results resolved."""
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("checkouts", nargs="?", help="one directory per port (not needed with --render)")
     ap.add_argument("--engram", default=os.path.join(ROOT, "build/release/conformance/engram"))
@@ -414,6 +415,11 @@ def main():
         if not sep:
             ap.error(f"--python-for {item}: expected PORT=PYTHON")
         pythons[pid] = py
+    return ap, args, pythons
+
+
+def main():
+    ap, args, pythons = parse_args()
 
     ports = []
     for path in sorted(glob.glob(os.path.join(args.ports_dir, "*", "port.json"))):
