@@ -18,7 +18,7 @@ from torch import nn
 
 from engram_adapter.portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, fp8_decode_by_rows,
                                     hash_state_test, load_defs, main, test_ids)
-from engram_adapter.serving import Packed
+from engram_adapter.serving import Packed, boundary_problem
 
 import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a test's input bytes)
 
@@ -110,11 +110,15 @@ class SGLangServing(Adapter):
                               "(a length per request, the first starting at slot 0)")
         h, _ = self.hasher(config_of(group), group["compressedVocabSize"], group["compressedPad"])
         pk = Packed(group, test)
+        bad = boundary_problem(test)  # the call still goes as written: the port's own handling of the boundaries
 
         def raw(i):
             return MM_PAD_SHIFT_VALUE if i == DEAD else i
 
-        far = max([pk.pos[t] for r in range(pk.b) for t in pk.slots(r)] + [0])
+        def slots(r):  # a boundary past the buffer's end names slots that are not there
+            return [t for t in pk.slots(r) if t < len(pk.ids)]
+
+        far = max([pk.pos[t] for r in range(pk.b) for t in slots(r)] + [0])
         if far >= TABLE_MAX:
             raise Unsupported(f"a request at position {far}: the token table holds a request's ids by position, and "
                               f"a row that long ({far + 1} ids) is not built here")
@@ -126,7 +130,7 @@ class SGLangServing(Adapter):
                 req = pk.reqs[r]
                 p = req["position"] or 0
                 row = [0] * max(p - len(req["ids"]), 0) + [raw(i) for i in req["ids"]]
-                table.append(row + [raw(pk.ids[t]) for t in pk.slots(r)])
+                table.append(row + [raw(pk.ids[t]) for t in slots(r)])
         width = max([len(row) for row in table] + [1])
         table = torch.tensor([row + [0] * (width - len(row)) for row in table], dtype=torch.int64).reshape(pk.b, width)
         batch = SimpleNamespace(ngram_embedding_info=SimpleNamespace(token_table=table),
@@ -134,6 +138,8 @@ class SGLangServing(Adapter):
                                 extend_seq_lens=torch.tensor([cu[r + 1] - cu[r] for r in range(pk.b)]),
                                 positions=torch.tensor(pk.pos, dtype=torch.int64))
         rows = self.ns["EngramHasher"].forward(h, torch.tensor([raw(i) for i in pk.ids], dtype=torch.int64), batch)
+        if bad:  # the port took the boundaries: its rows go back, and the runner reports the accepted invalid input
+            return {"rows": as_int_rows(rows[:pk.n])}
         return {"rows": as_int_rows(rows[:pk.n]), **pk.write([pk.consumed_state(r) for r in range(pk.b)])}
 
     # ------------------------------------------------------------------ gate and table
