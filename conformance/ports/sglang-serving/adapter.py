@@ -128,6 +128,9 @@ class SGLangServing(Adapter):
             table = []
             for r in range(pk.b):
                 req = pk.reqs[r]
+                if not slots(r):  # no slot reads the row of a request without one
+                    table.append([])
+                    continue
                 p = req["position"] or 0
                 row = [0] * max(p - len(req["ids"]), 0) + [raw(i) for i in req["ids"]]
                 table.append(row + [raw(pk.ids[t]) for t in slots(r)])
