@@ -365,7 +365,7 @@ def parse_args():
     ap.add_argument("--engram", default=os.path.join(ROOT, "build/release/conformance/engram"))
     ap.add_argument("--vectors", default=os.path.join(ROOT, "vectors"))
     ap.add_argument("--python", default=os.environ.get("ENGRAM_PORTS_PYTHON", sys.executable))
-    ap.add_argument("--random", type=int, default=10000, help="random cases per suite (issue 29: 10,000)")
+    ap.add_argument("--random", type=int, default=10000, help="random cases per suite (default 10,000)")
     ap.add_argument("--random-seconds", type=float, default=0,
                     help="per suite, stop drawing after this many seconds (default 0: no budget, the count decides; a "
                          "row the budget cut says so)")
@@ -601,7 +601,7 @@ def render(measured, args, vectors):
                "(line numbers are the files' own).")
     if done and min(e["settings"]["random"] for e in done) < 10000:
         out.append("")
-        out.append("**Fewer random cases than issue 29 asks (10,000 or 10 minutes per suite)** for the ports whose "
+        out.append("**Fewer random cases than the default (10,000 or 10 minutes per suite)** for the ports whose "
                    "section says so: `scripts/ports.sh CHECKOUTS_DIR` runs 10,000 by default.")
     out.append("")
     every = all(e["settings"]["maxRandomFailures"] == 0 for e in done)
