@@ -1,21 +1,23 @@
 """A JSON-lines adapter (§CONF.2) that answers from this module: ``engram conform --exec 'python -m engram_conformance.adapter'``.
 
+The protocol itself (the loop, the answers' shapes, the HashStateTest driver) is the one every in-tree adapter
+uses, conformance/python/engram_adapter/protocol.py, shipped in the wheel as ``engram_conformance._protocol``.
+
 It answers the test types the in-process API covers (HashTest, HashStateTest, LayoutTest, the fp8 decode tests,
 GateFunctionTest) with ``engram``'s functions, and ``unsupported`` for the others. python/tests/test_cli_equal.py
 runs it under the CLI runner and compares each tcId's verdict with the in-process ``judge`` of the same answer.
 """
 from __future__ import annotations
 
-import json
 import math
 import struct
-import sys
 from typing import Any, Dict, Optional
 
 import numpy as np
 
 import engram_conformance as engram
 from engram_conformance import _core
+from engram_conformance import _protocol as protocol
 
 TYPES = ("HashTest", "HashStateTest", "LayoutTest", "E4M3DecodeTest", "E8M0DecodeTest", "ElementDecodeTest",
          "GateFunctionTest")
@@ -59,49 +61,30 @@ def answer(type_: str, group: Dict[str, Any], test: Dict[str, Any]) -> Optional[
         return {"rows": engram.hash(engram.Layout.from_group(group), test["ids"])}
     if type_ == "HashStateTest":
         layout = engram.Layout.from_group(group)
-        seqs: Dict[str, engram.HashState] = {}
-        steps = []
-        for step in test["steps"]:
-            step = dict(step)
-            if step["op"] == "append":
-                s = seqs.setdefault(step["seq"], engram.HashState(layout, group.get("rollbackCapacity", 0)))
-                step["rows"] = s.append(step["ids"])
-                step["positionAfter"], step["historyAfter"] = s.position, s.history()
-            elif step["op"] == "rollback":
-                s = seqs[step["seq"]]
-                s.rollback(step["k"])
-                step["positionAfter"], step["historyAfter"] = s.position, s.history()
-            elif step["op"] == "fork":
-                seqs[step["to"]] = seqs[step["from"]].fork()
-            steps.append(step)
-        return {"steps": steps}
+        return protocol.hash_state_test(group, test, lambda capacity: engram.HashState(layout, capacity),
+                                        fork=lambda seqs, source, target: seqs[source].fork())
     return None
 
 
 def handle(req: Dict[str, Any]) -> Dict[str, Any]:
     op = req.get("op")
     if op == "hello":
-        return {"protocol": 1, "name": "engram-python-adapter", "version": engram.__version__, "suites": ["*"],
-                "profiles": ["*"], "features": []}
+        return protocol.hello("engram-python-adapter", engram.__version__, ["*"], ["*"])
     if op == "bye":
-        return {"bye": True}
+        return protocol.bye()
     if op != "test":
-        return {"unsupported": f"op {op}"}
+        return protocol.unsupported(f"op {op}")
     try:
         out = answer(req["type"], req["group"], req["test"])
     except (engram.Error, ValueError, KeyError, TypeError, IndexError, OverflowError) as e:
-        return {"refused": f"{type(e).__name__}: {e}"}
+        return protocol.refused(e)
     if out is None:
-        return {"unsupported": f"type {req['type']} (engram.adapter answers {', '.join(TYPES)})"}
-    return {"outputs": engram.vectors._plain(out)}
+        return protocol.unsupported(f"type {req['type']} (engram.adapter answers {', '.join(TYPES)})")
+    return protocol.outputs(engram.vectors._plain(out))
 
 
 def main() -> None:
-    for line in sys.stdin:
-        req = json.loads(line)
-        print(json.dumps(handle(req)), flush=True)
-        if req.get("op") == "bye":
-            break
+    protocol.serve(handle)
 
 
 if __name__ == "__main__":
