@@ -16,8 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from engram_adapter.portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, fp8_decode_by_rows,
-                                    hash_state_test, load_defs, main, test_ids)
+from engram_adapter.portlib import (Adapter, DEAD, Unsupported, as_int_rows, config_of, fp8_decode_by_rows,
+                                    hash_state_test, load_defs, lookup_rows, main, test_ids)
 from engram_adapter.serving import Packed, boundary_problem
 
 import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a test's input bytes)
@@ -180,21 +180,9 @@ class SGLangServing(Adapter):
         return {"gate": gates, "out": [int(b) & 0xFFFF for b in out.contiguous().view(torch.int16).reshape(-1).tolist()]}
 
     def lookup(self, type_, group, test):
-        table = group["table"] if type_ == "SyntheticLookupTest" else group
-        d, rows = table["headDim"], table["rows"]
-        ids = [int(x) for x in test["rowIds"]]
-        if any(not 0 <= r < rows for r in ids):
-            raise Unsupported("a row id outside the table: _lookup zeroes the rows its shard does not own (it is "
-                              "not asked to refuse them)")
-        n_s = d // 32
-        if type_ == "SyntheticLookupTest":  # the table's bytes, the test's input (§STO.5), from the numpy port
-            codes, scales = SYNTHETIC.table_of(group["table"]).raw(ids)
-            raw = [(c.tobytes(), s.tobytes()) for c, s in zip(codes, scales)]
-        else:
-            raw = []
-            for rb in test["rowBytes"]:
-                b = bytes.fromhex(rb["packed"]) if "packed" in rb else bytes.fromhex(rb["codes"]) + bytes.fromhex(rb["scales"])
-                raw.append((b[:d], b[d:d + n_s]))
+        d, raw = lookup_rows(type_, group, test, SYNTHETIC.table_of,
+                             "_lookup zeroes the rows its shard does not own (it is "
+                             "not asked to refuse them)")
         bits = self.decode_rows(raw, d)
         return {"rows": ["".join(f"{int(b) & 0xFFFF:04x}" for b in row) for row in bits]}
 

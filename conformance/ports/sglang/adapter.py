@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engram_adapter.official_api import OfficialApiAdapter
-from engram_adapter.portlib import Unsupported, fp8_decode_by_rows, main
+from engram_adapter.portlib import Unsupported, fp8_decode_by_rows, lookup_rows, main
 
 import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a test's input bytes)
 
@@ -100,21 +100,9 @@ class SGLang(OfficialApiAdapter):
     def lookup(self, type_, group, test):
         if not hasattr(torch, "float8_e8m0fnu"):
             raise Unsupported(f"torch {torch.__version__} has no float8_e8m0fnu (EngramEmbedding's scale dtype)")
-        table = group["table"] if type_ == "SyntheticLookupTest" else group
-        d, rows = table["headDim"], table["rows"]
-        ids = [int(x) for x in test["rowIds"]]
-        if any(not 0 <= r < rows for r in ids):
-            raise Unsupported("a row id outside the table: F.embedding would be asked for a row the adapter's "
-                              "table of the test's rows does not hold")
-        n_s = d // 32
-        if type_ == "SyntheticLookupTest":  # the table's bytes, the test's input (§STO.5), from the numpy port
-            codes, scales = SYNTHETIC.table_of(group["table"]).raw(ids)
-            raw = [(c.tobytes(), s.tobytes()) for c, s in zip(codes, scales)]
-        else:
-            raw = []
-            for rb in test["rowBytes"]:
-                b = bytes.fromhex(rb["packed"]) if "packed" in rb else bytes.fromhex(rb["codes"]) + bytes.fromhex(rb["scales"])
-                raw.append((b[:d], b[d:d + n_s]))
+        d, raw = lookup_rows(type_, group, test, SYNTHETIC.table_of,
+                             "F.embedding would be asked for a row the adapter's "
+                             "table of the test's rows does not hold")
         bits = self.decode_rows(raw, d)
         return {"rows": ["".join(f"{int(b) & 0xFFFF:04x}" for b in row) for row in bits]}
 

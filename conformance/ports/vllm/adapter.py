@@ -16,8 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from engram_adapter.portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, fp8_decode_by_rows,
-                                    identity_len, load_defs, main)
+from engram_adapter.portlib import (Adapter, DEAD, Unsupported, as_int_rows, config_of, fp8_decode_by_rows,
+                                    identity_len, load_defs, lookup_rows, main)
 
 import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a test's input bytes)
 
@@ -136,24 +136,9 @@ class Vllm(Adapter):
         """_reference_lookup: the torch expression the fused lookup kernel replaces (FP8 rows, E8M0 scales)."""
         if not hasattr(torch, "float8_e4m3fn"):
             raise Unsupported(f"torch {torch.__version__} has no float8_e4m3fn (the reference needs torch >= 2.1)")
-        table = group["table"] if type_ == "SyntheticLookupTest" else group
-        d, rows = table["headDim"], table["rows"]
-        ids = [int(x) for x in test["rowIds"]]
-        if any(not 0 <= r < rows for r in ids):
-            raise Unsupported("a row id outside the table: the reference masks rows outside its shard to zeros "
-                              "(it is not asked to refuse them)")
-        n_s = d // 32
-        if type_ == "SyntheticLookupTest":  # the table's bytes, the test's input (§STO.5), from the numpy port
-            codes, scales = SYNTHETIC.table_of(group["table"]).raw(ids)
-            raw = [(c.tobytes(), s.tobytes()) for c, s in zip(codes, scales)]
-        else:
-            raw = []
-            for rb in test["rowBytes"]:
-                if "packed" in rb:
-                    b = bytes.fromhex(rb["packed"])
-                    raw.append((b[:d], b[d:d + n_s]))
-                else:
-                    raw.append((bytes.fromhex(rb["codes"]), bytes.fromhex(rb["scales"])))
+        d, raw = lookup_rows(type_, group, test, SYNTHETIC.table_of,
+                             "the reference masks rows outside its shard to zeros "
+                             "(it is not asked to refuse them)")
         bits = self.decode_rows(raw, d)
         return {"rows": ["".join(f"{int(b) & 0xFFFF:04x}" for b in row) for row in bits]}
 

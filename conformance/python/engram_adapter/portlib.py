@@ -196,6 +196,25 @@ E4M3_ONE = 0x38  # E4M3 1.0 (§STO.1)
 E8M0_ONE = 127  # E8M0 2^0 (§STO.2)
 
 
+def lookup_rows(type_, group, test, table_of, outside):
+    """A table_lookup test's rows as (head_dim, [(codes, scales) bytes per row id]): a SyntheticLookupTest's from
+    table_of(group["table"]) (the numpy port's generator of the test's input bytes, §STO.5), the others' from the
+    test's rowBytes. A row id outside the table is `unsupported`, with `outside` saying why for this port."""
+    table = group["table"] if type_ == "SyntheticLookupTest" else group
+    d, rows = table["headDim"], table["rows"]
+    ids = [int(x) for x in test["rowIds"]]
+    if any(not 0 <= r < rows for r in ids):
+        raise Unsupported("a row id outside the table: " + outside)
+    if type_ == "SyntheticLookupTest":
+        codes, scales = table_of(group["table"]).raw(ids)
+        return d, [(c.tobytes(), s.tobytes()) for c, s in zip(codes, scales)]
+    raw = []
+    for rb in test["rowBytes"]:
+        b = bytes.fromhex(rb["packed"]) if "packed" in rb else bytes.fromhex(rb["codes"]) + bytes.fromhex(rb["scales"])
+        raw.append((b[:d], b[d:d + d // 32]))
+    return d, raw
+
+
 def fp8_decode_by_rows(type_, test, decode_row):
     """An fp8_decode test (§STO.1-§STO.3) answered by a port that decodes only whole table rows: decode_row(codes,
     scales) -> the row's bf16 bit patterns, for 32 E4M3 codes per E8M0 scale. ElementDecodeTest: the 256 codes under
