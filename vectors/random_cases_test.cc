@@ -196,7 +196,9 @@ RC_GTEST_PROP(RandomCases, ShrinkCandidatesAreCasesToo, (uint64_t seed, uint16_t
   }
   const size_t which = *rc::gen::resize(rc::kNominalSize, rc::gen::inRange<size_t>(0, gens.size()));
   RC_TAG(gens[which]->suite);
-  RC_ASSERT(CandidateProblems(*gens[which], seed, index).empty());
+  const std::vector<std::string> problems = CandidateProblems(*gens[which], seed, index);
+  for (const std::string& p : problems) RC_LOG() << gens[which]->suite << ": " << p << "\n";
+  RC_ASSERT(problems.empty());
 }
 
 // The same for the fusion suites over 12 cases each (4 under the sanitizers; a fusion case has some

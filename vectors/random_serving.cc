@@ -246,11 +246,15 @@ RandomCase BuildFrom(ojson r) {
     if (!out.test.contains("error")) throw Error("serving recipe: the broken case is accepted");
   } else {
     const ServingOutcome outcome = ServingReference(layout, c);
-    // §HASH.10 the no-leak control: a case the naive flatten passes is no case.
-    if (!DiffersFromNaiveFlatten(layout, c, outcome.rows)) {
+    ojson outputs = ServingOutputs(layout, c, outcome);
+    // §HASH.10 the no-leak control: a case the naive flatten passes is no case. Judged on the rows, and as the
+    // verifier judges a test: the flatten's outputs on the case as its encoding writes it (a shrink step can
+    // leave rows that differ only where the encoding does not carry them).
+    const ServingCase seen = AsSeen(layout, c);
+    if (!DiffersFromNaiveFlatten(layout, c, outcome.rows) ||
+        ServingOutputs(layout, seen, ServingMutantOutcome(layout, seen, ServingMutant::kNaiveFlatten)) == outputs) {
       throw Error("serving recipe: the naive flatten passes the case (§HASH.10 no-leak control)");
     }
-    ojson outputs = ServingOutputs(layout, c, outcome);
     out.test["result"] = "valid";
     for (auto& [k, v] : outputs.items()) out.test[k] = std::move(v);
     if (c.call.segment_reset) out.spec_refs.push_back("§HASH.12");
