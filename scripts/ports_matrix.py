@@ -614,6 +614,12 @@ def render(measured, args, vectors):
                             "A suite's random cases may stop at its first failures (`--max-random-failures`), so "
                             "`run` can be below the count asked for."))
     out.append("")
+    out.append("Whose answer: an exception raised in the port's code is the port's refusal (its file:line is shown); "
+               "one raised in the adapter's own code is an adapter error, which fails the test and is never counted "
+               "as the port refusing an input; a rollback past the start or a rollback or fork of a sequence never "
+               "started, where the port keeps no history or no sequence names (the adapter replays them), is the "
+               "engine's to refuse and answered `unsupported`.")
+    out.append("")
     out.append("Level: the conformance level (spec/conformance.md §CONF.8) the port's runs reach together, `none` "
                "when none is (its section gives the nearest level's reasons); vectors: the first 12 hex digits of "
                "the sha256 of the `MANIFEST.sha256` the row ran against.")

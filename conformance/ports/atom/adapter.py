@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from engram_adapter.portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, identity_map,
-                                    load_defs, main, test_ids)
+                                    load_defs, main, PortRefusal, defined_at, test_ids)
 from engram_adapter.serving import Packed, boundary_problem
 
 PATH = "atom/models/deepseek_v41_engram.py"
@@ -98,7 +98,8 @@ class Atom(Adapter):
             raise Unsupported("a config without engram_num_embeddings: the port's args always carry it")
         layout = self.layout(cfg)
         if layout is None:
-            raise ValueError("EngramLayout.from_args returned None (no engram layers)")
+            raise PortRefusal("EngramLayout.from_args returned None (no engram layers)",
+                              defined_at(self.ns["EngramLayout"].from_args, self.checkout))
         prefix, raw_pad = identity_map(v, list(ids), pad)
         table = IdentityList(prefix, pad if raw_pad == prefix else None).tensor()
         # the compressed vocabulary size as the engine passes it, from the config (the token map is built apart)

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from engram_adapter.portlib import DEAD, Adapter, Unsupported, hash_state_test, main
+from engram_adapter.portlib import DEAD, Adapter, Unsupported, hash_state_test, main, replayed_rollback
 from engram_adapter.serving import Packed, boundary_problem
 
 MS = "com.microsoft"
@@ -274,7 +274,8 @@ class Ort(Adapter):
             return np.asarray([float.fromhex(x) if isinstance(x, str) else x for x in group[key]],
                               dtype=np.float32).reshape(shape)
 
-        e = np.asarray([float.fromhex(x) for x in test["e"]], dtype=np.float32).reshape(1, k)
+        # as many values as the test holds: a wrong width is for onnxruntime to refuse (the graph declares [1, k])
+        e = np.asarray([float.fromhex(x) for x in test["e"]], dtype=np.float32).reshape(1, -1)
         hidden = np.asarray([float.fromhex(x) for x in test["hidden"]], dtype=np.float32).reshape(1, 1, hc, hid)
         feed = {"e": e, "hidden": hidden,
                 "wk": np.ascontiguousarray(arr("keyWeight", (hc * hid, k)).T), "bk": arr("keyBias", (hc * hid,)),
@@ -322,8 +323,7 @@ class Session:
         return rows
 
     def rollback(self, k):
-        if not 0 <= k <= self.position:
-            raise ValueError(f"rollback by {k} at position {self.position}")
+        replayed_rollback(k, self.position)
         target = self.position - k
         del self.ids[target:]
         del self.states[target + 1:]

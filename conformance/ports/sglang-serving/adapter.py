@@ -16,8 +16,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from engram_adapter.torch_gate import gate_inputs, out_bits, read_gates
 from engram_adapter.portlib import (Adapter, DEAD, Unsupported, as_int_rows, config_of, fp8_decode_by_rows,
-                                    hash_state_test, load_defs, lookup_rows, main, test_ids)
+                                    hash_state_test, load_defs, lookup_rows, main, PortRefusal, defined_at,
+                                    replayed_rollback, test_ids)
 from engram_adapter.serving import Packed, boundary_problem
 
 import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a test's input bytes)
@@ -42,10 +44,6 @@ class _Struct:
         for k, v in fields.items():
             object.__setattr__(self, k, v)
 
-
-def bf16_tensor(bits, shape):
-    return torch.tensor(np.asarray(bits, dtype=np.uint16).astype(np.int16), dtype=torch.int16).view(
-        torch.bfloat16).reshape(shape)
 
 
 class SGLangServing(Adapter):
@@ -88,7 +86,8 @@ class SGLangServing(Adapter):
         if key not in self.hashers:
             lay = self.layout(cfg)
             if lay is None:
-                raise ValueError("build_engram_layout returned None (no engram layers)")
+                raise PortRefusal("build_engram_layout returned None (no engram layers)",
+                                  defined_at(self.ns["build_engram_layout"], self.checkout))
             self.vocab = v
             h = self.ns["EngramHasher"](lay, None, pad, cfg.get("engram_compressed_vocab_size", v))
             h.image_token_id = IMAGE_TOKEN_ID
@@ -148,36 +147,14 @@ class SGLangServing(Adapter):
     # ------------------------------------------------------------------ gate and table
 
     def gate(self, group, test):
-        dim, hc = group["dim"], group["hc"]
-        eps = float.fromhex(group["eps"]) if isinstance(group["eps"], str) else float(group["eps"])
         # test["masked"] has no input here: Engram.forward / engram_gate take no token mask, so a masked position is
         # gated like any other (what the port does with it)
-        x = bf16_tensor(test["x"], (1, hc, dim))
-        kv = torch.cat([bf16_tensor(test["key"], (1, hc * dim)), bf16_tensor(test["value"], (1, dim))], dim=1)
-        q, k = bf16_tensor(test["qWeight"], (hc, dim)), bf16_tensor(test["kWeight"], (hc, dim))
+        x, kv, q, k, eps = gate_inputs(group, test, (1,))
         gate_fn = self.ns["engram_gate"]
         out = gate_fn(x, kv, q, k, eps, 1e-6)
-        # engram_gate returns x + gate * value, never the gate: the same function on the stream in float32 with the
-        # value replaced by 2^s (s 40 binades above every |x|) gives gate = (out - x) / 2^s, within a float32
-        # rounding of gate * 2^s (about 2^-24 relative)
-        xf = x.to(torch.float32)
-        gates = []
-        for c in range(hc):
-            h = xf[0, c]
-            if not bool(torch.isfinite(h).any()):  # x + gate * value is x whatever the gate: nothing to read
-                raise Unsupported("a hidden-state copy with no finite element: the port returns x + gate * value "
-                                  "only, and the gate cannot be read off a non-finite stream")
-            d0 = int(torch.isfinite(h).nonzero()[0, 0])  # an element the gate can be read off
-            finite = h[torch.isfinite(h)].abs()
-            top = int(torch.frexp(finite.max())[1]) if finite.numel() and finite.max() > 0 else -126
-            sc = max(0, top + 40)
-            if sc > 126:  # x + gate * 2^sc would overflow float32: the gate is not recoverable
-                raise Unsupported("|x| near the float32 range: the port returns x + gate * value only, and "
-                                  "the gate cannot be separated from so large a stream")
-            probe = torch.cat([kv[:, :hc * dim].to(torch.float32), torch.full((1, dim), 2.0 ** sc)], dim=1)
-            o = gate_fn(xf, probe, q, k, eps, 1e-6)
-            gates.append(float((o[0, c, d0].double() - h[d0].double()) / (2.0 ** sc)).hex())
-        return {"gate": gates, "out": [int(b) & 0xFFFF for b in out.contiguous().view(torch.int16).reshape(-1).tolist()]}
+        # engram_gate returns x + gate * value, never the gate: read off the same function (torch_gate.read_gates)
+        gates = read_gates(lambda xf, probe: gate_fn(xf, probe, q, k, eps, 1e-6), x, kv, group, test)
+        return {"gate": gates, "out": out_bits(out)}
 
     def lookup(self, type_, group, test):
         d, raw = lookup_rows(type_, group, test, SYNTHETIC.table_of,
@@ -267,8 +244,7 @@ class Request:
         return as_int_rows(rows)
 
     def rollback(self, k):
-        if not 0 <= k <= self.position:
-            raise ValueError(f"rollback by {k} at position {self.position}")
+        replayed_rollback(k, self.position)
         del self.ids[self.position - k:]
 
     def history(self):

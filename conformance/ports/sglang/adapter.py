@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engram_adapter.official_api import OfficialApiAdapter
+from engram_adapter.torch_gate import gate_inputs, out_bits, read_gates
 from engram_adapter.portlib import Unsupported, fp8_decode_by_rows, lookup_rows, main
 
 import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a test's input bytes)
@@ -33,10 +34,6 @@ class _Struct:
 class _Msgspec:
     Struct = _Struct
 
-
-def bf16_tensor(bits, shape):
-    return torch.tensor(np.asarray(bits, dtype=np.uint16).astype(np.int16), dtype=torch.int16).view(
-        torch.bfloat16).reshape(shape)
 
 
 class SGLang(OfficialApiAdapter):
@@ -67,35 +64,15 @@ class SGLang(OfficialApiAdapter):
         return e
 
     def gate(self, group, test):
+        x, kv, q, k, eps = gate_inputs(group, test, (1, 1))
         dim, hc = group["dim"], group["hc"]
-        eps = float.fromhex(group["eps"]) if isinstance(group["eps"], str) else float(group["eps"])
-        x = bf16_tensor(test["x"], (1, 1, hc, dim))
-        kv = torch.cat([bf16_tensor(test["key"], (1, 1, hc * dim)), bf16_tensor(test["value"], (1, 1, dim))], dim=-1)
-        q, k = bf16_tensor(test["qWeight"], (hc, dim)), bf16_tensor(test["kWeight"], (hc, dim))
         mask = torch.tensor([[not test["masked"]]], dtype=torch.bool)
         ids = torch.zeros((1, 1, 1), dtype=torch.int64)
         out = self.engram(dim, hc, eps, q, k, kv).forward(x, ids, mask)
-        # Engram.forward returns x + gate * value, never the gate: the same forward on the stream in float32 with the
-        # value replaced by 2^s (s 40 binades above every |x|) gives gate = (out - x) / 2^s, within a float32 rounding
-        # of gate * 2^s (about 2^-24 relative)
-        xf = x.to(torch.float32)
-        gates = []
-        for c in range(hc):
-            h = xf[0, 0, c]
-            if not bool(torch.isfinite(h).any()):  # x + gate * value is x whatever the gate: nothing to read
-                raise Unsupported("a hidden-state copy with no finite element: the port returns x + gate * value "
-                                  "only, and the gate cannot be read off a non-finite stream")
-            d0 = int(torch.isfinite(h).nonzero()[0, 0])  # an element the gate can be read off
-            finite = h[torch.isfinite(h)].abs()
-            top = int(torch.frexp(finite.max())[1]) if finite.numel() and finite.max() > 0 else -126
-            sc = max(0, top + 40)
-            if sc > 126:  # x + gate * 2^sc would overflow float32: the gate is not recoverable
-                raise Unsupported("|x| near the float32 range: the port returns x + gate * value only, and "
-                                  "the gate cannot be separated from so large a stream")
-            probe = torch.cat([kv[..., :hc * dim].to(torch.float32), torch.full((1, 1, dim), 2.0 ** sc)], dim=-1)
-            o = self.engram(dim, hc, eps, q, k, probe).forward(xf, ids, mask)
-            gates.append(float((o[0, 0, c, d0].double() - h[d0].double()) / (2.0 ** sc)).hex())
-        return {"gate": gates, "out": [int(b) & 0xFFFF for b in out.contiguous().view(torch.int16).reshape(-1).tolist()]}
+        # Engram.forward returns x + gate * value, never the gate: read off the same forward (torch_gate.read_gates)
+        gates = read_gates(lambda xf, probe: self.engram(dim, hc, eps, q, k, probe).forward(xf, ids, mask),
+                           x, kv, group, test)
+        return {"gate": gates, "out": out_bits(out)}
 
     def lookup(self, type_, group, test):
         if not hasattr(torch, "float8_e8m0fnu"):

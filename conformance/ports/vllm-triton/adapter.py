@@ -22,7 +22,8 @@ from torch import nn  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from engram_adapter.portlib import DEAD, Adapter, Unsupported, hash_state_test, identity_map, main, test_ids
+from engram_adapter.portlib import (DEAD, Adapter, Unsupported, hash_state_test, identity_map, main, replayed_rollback,
+                                    test_ids)
 from engram_adapter.serving import Packed, boundary_problem
 
 import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a test's input bytes)
@@ -247,8 +248,7 @@ class Session:
         return rows
 
     def rollback(self, k):
-        if not 0 <= k <= self.position:
-            raise ValueError(f"rollback by {k} at position {self.position}")
+        replayed_rollback(k, self.position)
         del self.ids[self.position - k:]
 
     def history(self):

@@ -16,8 +16,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from engram_adapter.torch_gate import gate_inputs, out_bits, read_gates
 from engram_adapter.portlib import (Adapter, DEAD, Unsupported, as_int_rows, config_of, fp8_decode_by_rows,
-                                    identity_len, load_defs, lookup_rows, main)
+                                    identity_len, line_of, load_defs, lookup_rows, main, PortRefusal)
 
 import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a test's input bytes)
 
@@ -66,8 +67,11 @@ class Vllm(Adapter):
             # draws the multipliers from that size; it needs a tokenizer and a KV-cache module, so the adapter
             # makes the same comparison and the same call
             if v != lay.compressed_vocab_size:
-                raise ValueError(f"Compressed vocab size mismatch: built {v}, config expects {lay.compressed_vocab_size}")
-            range(v)[lay.pad_token_id]  # NgramHashState.__init__: self.pad_id = token_map[layout.pad_token_id]
+                raise PortRefusal(f"Compressed vocab size mismatch: built {v}, config expects {lay.compressed_vocab_size}",
+                                  line_of(self.checkout, COMMON, "Compressed vocab size mismatch"))
+            if not -v <= lay.pad_token_id < v:  # NgramHashState.__init__ indexes the token map with the pad
+                raise PortRefusal(f"token_map[{lay.pad_token_id}]: index out of range for a map of {v}",
+                                  line_of(self.checkout, COMMON, "self.pad_id = token_map[layout.pad_token_id]"))
             mult = self.common["compute_hash_multipliers"](lay.layer_ids, lay.max_ngram_size, v)
             return {"layers": [{"layerId": l, "multipliers": as_int_rows(mult[i]), "primes": as_int_rows(lay.primes[i]),
                                 "offsets": as_int_rows(lay.offsets[i]), "numEmbeddings": int(lay.num_embeddings[i])}
@@ -102,35 +106,13 @@ class Vllm(Adapter):
 
     def gate(self, group, test):
         """_reference_engram_post_wkv: the torch expression the fused post-wkv kernel is tested against."""
-        dim, hc = group["dim"], group["hc"]
-        eps = float.fromhex(group["eps"]) if isinstance(group["eps"], str) else float(group["eps"])
-        x = bf16_tensor(test["x"], (1, hc, dim))
-        kv = torch.cat([bf16_tensor(test["key"], (1, hc * dim)), bf16_tensor(test["value"], (1, dim))], dim=1)
-        q, k = bf16_tensor(test["qWeight"], (hc, dim)), bf16_tensor(test["kWeight"], (hc, dim))
+        x, kv, q, k, eps = gate_inputs(group, test, (1,))
         mask = torch.tensor([not test["masked"]], dtype=torch.bool)
         ref = self.tests["_reference_engram_post_wkv"]
         out = ref(x, kv, q, k, mask, eps, 1e-6, 0)
-        # It returns hidden + gate * value, never the gate: the same function on the stream in float32 with the
-        # value replaced by 2^s (s 40 binades above every |hidden|) gives gate = (out - hidden) / 2^s, within a
-        # float32 rounding of gate * 2^s (about 2^-24 relative)
-        xf = x.to(torch.float32)
-        gates = []
-        for c in range(hc):
-            h = xf[0, c]
-            if not bool(torch.isfinite(h).any()):  # x + gate * value is x whatever the gate: nothing to read
-                raise Unsupported("a hidden-state copy with no finite element: the port returns x + gate * value "
-                                  "only, and the gate cannot be read off a non-finite stream")
-            d0 = int(torch.isfinite(h).nonzero()[0, 0])  # an element the gate can be read off
-            finite = h[torch.isfinite(h)].abs()
-            top = int(torch.frexp(finite.max())[1]) if finite.numel() and finite.max() > 0 else -126
-            s = max(0, top + 40)
-            if s > 126:  # x + gate * 2^s would overflow float32: the gate is not recoverable
-                raise Unsupported("|x| near the float32 range: the port returns x + gate * value only, and "
-                                  "the gate cannot be separated from so large a stream")
-            probe = torch.cat([kv[:, :hc * dim].to(torch.float32), torch.full((1, dim), 2.0 ** s)], dim=1)
-            o = ref(xf, probe, q, k, mask, eps, 1e-6, 0)
-            gates.append(float((o[0, c, d0].double() - h[d0].double()) / (2.0 ** s)).hex())
-        return {"gate": gates, "out": [int(b) & 0xFFFF for b in out.contiguous().view(torch.int16).reshape(-1).tolist()]}
+        # it returns hidden + gate * value, never the gate: read off the same function (torch_gate.read_gates)
+        gates = read_gates(lambda xf, probe: ref(xf, probe, q, k, mask, eps, 1e-6, 0), x, kv, group, test)
+        return {"gate": gates, "out": out_bits(out)}
 
     def lookup(self, type_, group, test):
         """_reference_lookup: the torch expression the fused lookup kernel replaces (FP8 rows, E8M0 scales)."""
@@ -152,11 +134,6 @@ class Vllm(Adapter):
         out = self.tests["_reference_lookup"](weight, scale, local, 0, len(raw))
         return out.contiguous().view(torch.int16).reshape(len(raw), d).tolist()
 
-
-def bf16_tensor(bits, shape):
-    """bf16 values from their 16-bit patterns."""
-    return torch.tensor(np.asarray(bits, dtype=np.uint16).astype(np.int16), dtype=torch.int16).view(
-        torch.bfloat16).reshape(shape)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from .portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, identity_map,
-                      load_defs, test_ids)
+                      load_defs, PortRefusal, defined_at, replayed_rollback, test_ids)
 
 NAMES = ["find_next_prime", "build_compressed_token_map", "compute_hash_multipliers", "EngramLayout",
          "NgramHashState"]
@@ -56,8 +56,7 @@ class Session:
         return as_int_rows(rows[0])
 
     def rollback(self, k):
-        if not 0 <= k <= self.position:
-            raise ValueError(f"rollback by {k} at position {self.position} (adapter: start_pos would be negative)")
+        replayed_rollback(k, self.position)
         self.position -= k
 
     def history(self):
@@ -121,7 +120,8 @@ class OfficialApiAdapter(Adapter):
                                   "(config.json), so what it does without is not measurable")
             state, layout = self.state(cfg, test["compressedVocabSize"], test["compressedPad"])
             if layout is None:
-                raise ValueError("EngramLayout.from_args returned None (no engram layers)")
+                raise PortRefusal("EngramLayout.from_args returned None (no engram layers)",
+                                  defined_at(self.ns["EngramLayout"].from_args, self.checkout))
             layers = []
             for i, layer in enumerate(layout.layer_ids):
                 layers.append({"layerId": layer, "multipliers": as_int_rows(state.multipliers[i]),

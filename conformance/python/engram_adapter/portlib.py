@@ -13,7 +13,11 @@ what it stubs).
 
 Answers: an exception the port raises on an input is a refusal (`refused`, with the port's file:line);
 `Unsupported` (raised by an adapter for what the port has no way to express, e.g. a per-layer seed the
-port does not take) is `unsupported`, reported skipped, with the reason.
+port does not take) is `unsupported`, reported skipped, with the reason. `PortRefusal` is a refusal the
+adapter says for the port, naming the port's file:line (a function that returns None for "no layout", a
+check in a constructor the adapter cannot run). Any other exception with no frame in the port's code is the
+adapter's own failure: answered as an adapter error, which the runner fails, so that it is never counted as
+the port refusing an invalid input.
 
 Run an adapter with conformance/python on PYTHONPATH:
   engram conform --exec "env PYTHONPATH=conformance/python python3 conformance/ports/<port>/adapter.py --checkout DIR"
@@ -28,7 +32,7 @@ import traceback
 import types
 
 from . import protocol
-from .protocol import Unsupported, hash_state_test  # noqa: F401  (the adapters import them from here too)
+from .protocol import Unsupported
 
 DEAD = -1
 
@@ -69,6 +73,49 @@ def load_defs(path, names, namespace, future_annotations=False):
     return module.__dict__
 
 
+class PortRefusal(Exception):
+    """The port refuses the input, said by the adapter where the port says it by a value or in code the
+    adapter cannot run: `at` is the port's 'file:line' (e.g. defined_at(fn, checkout))."""
+
+    def __init__(self, message, at):
+        super().__init__(message)
+        self.at = at
+
+
+def defined_at(fn, checkout):
+    """'file:line' of a function (or method) run from the port's file: where its `def` is."""
+    code = getattr(fn, "__func__", fn).__code__
+    return f"{os.path.relpath(code.co_filename, checkout)}:{code.co_firstlineno}"
+
+
+def line_of(checkout, path, text):
+    """'path:line' of the first line of the port's file `path` (relative to the checkout) holding `text`."""
+    with open(os.path.join(checkout, path), encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if text in line:
+                return f"{path}:{n}"
+    return path
+
+
+def _engine_sequence(name):
+    return Unsupported(f"a rollback or fork of sequence {name!r}, which no append has started: the port keeps one "
+                       f"sequence per object and no names, so refusing this is the engine's, not the port's")
+
+
+def hash_state_test(group, test, new_session, fork=None):
+    """protocol.hash_state_test for a port whose sessions the adapter keeps: an unknown sequence is unsupported
+    (the port never sees the name), not a refusal the port made."""
+    return protocol.hash_state_test(group, test, new_session, fork, unknown_sequence=_engine_sequence)
+
+
+def replayed_rollback(k, position):
+    """A rollback the adapter replays (the port keeps no history to roll back): one past the start is the
+    engine's to refuse, so it is unsupported rather than counted as the port's refusal."""
+    if not 0 <= k <= position:
+        raise Unsupported(f"rollback by {k} at position {position}: the port keeps no history (the adapter "
+                          f"replays it), so refusing a rollback past the start is the engine's, not the port's")
+
+
 def where(exc, checkout):
     """The innermost frame of the traceback that lies in the checkout: 'path:line' (relative)."""
     at = None
@@ -76,6 +123,14 @@ def where(exc, checkout):
         if checkout and os.path.abspath(frame.filename).startswith(os.path.abspath(checkout) + os.sep):
             at = f"{os.path.relpath(frame.filename, checkout)}:{frame.lineno}"
     return at
+
+
+def adapter_frame(exc):
+    """'file:line' of the innermost frame of the traceback in conformance/ (the adapter's code), else the last."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if os.sep + "conformance" + os.sep in os.path.abspath(f.filename)]
+    last = (ours or frames or [None])[-1]
+    return f"{os.path.basename(last.filename)}:{last.lineno}" if last else None
 
 
 def config_of(group_or_test):
@@ -124,8 +179,14 @@ class Adapter:
             out = self.answer(req["suite"], req["type"], req["group"], req["test"])
         except Unsupported as e:
             return protocol.unsupported(e)
-        except self.refuse_on as e:  # the port refused the input: report where
-            return protocol.refused(e, where(e, self.checkout))
+        except PortRefusal as e:
+            return protocol.refused(e, e.at)
+        except self.refuse_on as e:
+            at = where(e, self.checkout)
+            if at is None:  # raised in the adapter (or a library it called), never in the port's code
+                traceback.print_exc(file=sys.stderr)
+                return protocol.adapter_error(e, adapter_frame(e))
+            return protocol.refused(e, at)
         return protocol.outputs(out)
 
 

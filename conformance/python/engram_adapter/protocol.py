@@ -41,6 +41,14 @@ def unsupported(why):
     return {"unsupported": str(why)}
 
 
+def adapter_error(exc, at=None):
+    """An adapter that failed on a request, not the implementation it drives: deliberately none of the three
+    answers, so that the runner fails the test (§CONF.4 "garbage") and shows this text, never counting the
+    adapter's exception as the implementation's refusal (a pass on an invalid test)."""
+    return {"adapterError": f"{type(exc).__name__}: {exc}" + (f" (at {at})" if at else "") +
+            ": no frame of the traceback lies in the port's code"}
+
+
 def refused(exc, at=None):
     """The implementation refused the input with `exc` (raised at `at`, a 'file:line', where known)."""
     return {"refused": f"{type(exc).__name__}: {exc}" + (f" (at {at})" if at else "")}
@@ -69,13 +77,20 @@ def serve(handle, stdin=None, stdout=None):
     return 0
 
 
-def hash_state_test(group, test, new_session, fork=None):
+def hash_state_test(group, test, new_session, fork=None, unknown_sequence=None):
     """The outputs of a HashStateTest script (spec/vectors.md §VEC.7) driven through sessions: new_session
     (capacity) makes one, an object with append(ids) -> rows, rollback(k), .position and history() (the last
     min(position, max_ngram - 1) ids). A fork is fork(sequences, source, target) -> the target's new session
     (source and target are names), by default a deep copy of the source (what a server does to branch a
-    request); a fork onto a name that exists replaces that sequence."""
+    request); a fork onto a name that exists replaces that sequence. A rollback or fork of a sequence no append
+    has started raises unknown_sequence(name) (default: KeyError, the implementation's refusal)."""
     seqs, steps = {}, []
+
+    def known(name):
+        if name not in seqs:
+            raise (unknown_sequence or KeyError)(name)
+        return seqs[name]
+
     capacity = group.get("rollbackCapacity", 0)
     for step in test["steps"]:
         step = dict(step)
@@ -86,11 +101,12 @@ def hash_state_test(group, test, new_session, fork=None):
             step["rows"] = s.append(step["ids"])
             step["positionAfter"], step["historyAfter"] = s.position, s.history()
         elif step["op"] == "rollback":
-            s = seqs[step["seq"]]
+            s = known(step["seq"])
             s.rollback(step["k"])
             step["positionAfter"], step["historyAfter"] = s.position, s.history()
         elif step["op"] == "fork":
             src, to = step["from"], step["to"]
+            known(src)
             seqs[to] = copy.deepcopy(seqs[src]) if fork is None else fork(seqs, src, to)
         else:
             raise ValueError(f"unknown step op {step['op']!r}")
