@@ -1,4 +1,5 @@
 // spec/conformance.md §CONF.4 — expected failures.
+#include <algorithm>
 #include "conformance/runner/expect_fail.h"
 
 #include <exception>
@@ -31,16 +32,13 @@ ExpectFail LoadExpectFail(const fs::path& path, const VectorSet& vectors) {
     for (const json& e : doc) {
       const std::string s = e.is_string() ? e.get<std::string>() : "";
       const size_t colon = s.rfind(':');
-      size_t used = 0;
-      int64_t id = 0;
-      try {
-        if (colon == std::string::npos) throw std::invalid_argument(s);
-        id = std::stoll(s.substr(colon + 1), &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || colon + 1 + used != s.size()) throw Error(where + ": entry " + e.dump() + " is not \"suite:tcId\"");
-      out.ids[s.substr(0, colon)].insert(id);
+      // §CONF.4: "suite:tcId" with the tcId in decimal digits only (std::stoll alone would also take
+      // " 1", "+2" and "-0", which no tcId is written as)
+      const std::string digits = colon == std::string::npos ? "" : s.substr(colon + 1);
+      const bool decimal = !digits.empty() && digits.size() <= 18 &&
+                           std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (!decimal) throw Error(where + ": entry " + e.dump() + " is not \"suite:tcId\"");
+      out.ids[s.substr(0, colon)].insert(std::stoll(digits));
     }
   } else {
     throw Error(where + ": expected an object {suite: [tcId...]} or a list of \"suite:tcId\"");

@@ -80,7 +80,9 @@ TEST_F(ExpectFailFile, RefusesWhatIsNeitherForm) {
   EXPECT_THAT(Refusal(R"({"layout": 1})"), HasSubstr("key 'layout': expected a list of tcIds"));
   EXPECT_THAT(Refusal(R"({"layout": ["1"]})"), HasSubstr("key 'layout': \"1\" is not a tcId"));
   EXPECT_THAT(Refusal(R"({"layout": [1.5]})"), HasSubstr("key 'layout': 1.5 is not a tcId"));
-  for (const char* entry : {R"("layout")", R"("layout:")", R"("layout:1x")", R"("layout:x1")", R"(1)", R"(["layout", 1])"}) {
+  for (const char* entry : {R"("layout")", R"("layout:")", R"("layout:1x")", R"("layout:x1")", R"(1)", R"(["layout", 1])",
+                            R"("layout: 1")", R"("layout:+2")", R"("layout:-0")", R"("layout:0x1")",
+                            R"("layout:99999999999999999999")"}) {
     EXPECT_THAT(Refusal(std::string("[") + entry + "]"), HasSubstr("is not \"suite:tcId\"")) << entry;
   }
   EXPECT_THAT(Refusal("{"), HasSubstr("expect.json"));  // not JSON: the file is named
