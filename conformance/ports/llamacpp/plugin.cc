@@ -1,8 +1,7 @@
 // The C-ABI plug-in (conformance/include/engram/conformance.h, spec §CONF.3) for the Engram hash of llama.cpp
 // pull request 19654, src/llama-engram.cpp (engram_hash_mapping: the demo-v1 hash on the host), compiled from
-// the user's checkout into the same library (conformance/ports/llamacpp/build.sh). The same plug-in serves
-// pestopoppa/llama.cpp's src/llama-dsv41-engram.cpp when build.sh is given that file (LLAMACPP_ENGRAM_SOURCE):
-// see README.md for which API each exposes.
+// the user's checkout into the same library (conformance/ports/llamacpp/build.sh). pestopoppa/llama.cpp's v4.1
+// port, src/llama-dsv41-engram.cpp, is a plug-in of its own: conformance/ports/pestopoppa.
 //
 // What comes from where:
 // - the layout (engram_layout_*) is the reference's (conformance/plugins/plugin_inputs.cc), an input: the port
