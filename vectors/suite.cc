@@ -37,7 +37,7 @@ void SuiteBuilder::Divergence(const std::string& flag, const std::string& descri
   if (planted_bug.empty()) throw Error("generator bug: divergence " + flag + " in suite " + suite_ + " names no planted bug");
   doc_["notes"][flag] = {{"bugType", "KNOWN_DIVERGENCE"},
                          {"description", description + " A port with that bug fails exactly the tests with this flag "
-                                                       "(planted: numpy_adapter.py --bug " + planted_bug + ")."},
+                                                       "(planted: engram_numpy_port --bug " + planted_bug + ")."},
                          {"specRef", ojson::array({spec_ref})}};
 }
 
@@ -253,8 +253,8 @@ void AddMutantNotes(SuiteBuilder& b, const std::vector<Mutant>& mutants) {
 
 void AddRollbackDeadNote(SuiteBuilder& b) {
   b.Divergence(kRollbackDeadFlag,
-               "Changes under the rollback of a port that keeps only the last max_ngram - 1 ids (a llama.cpp fork, "
-               "v4.1): after a rollback of k, the positions whose slots the removed ids overwrote read back as "
+               "Changes under the rollback of a port that keeps only the last max_ngram - 1 ids (no measured port "
+               "does): after a rollback of k, the positions whose slots the removed ids overwrote read back as "
                "DEAD in its history and in the next windows, whatever rollbackCapacity says; the spec restores "
                "them (§HASH.6).",
                "§HASH.6", "rollback-dead");
