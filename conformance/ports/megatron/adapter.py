@@ -1,0 +1,364 @@
+#!/usr/bin/env python3
+"""JSON-lines adapter for Megatron-LM pull request 3689's Engram model (megatron/core/models/engram/engram_module.py:
+EngramConfig, CompressedTokenizer, NgramHashMapping, MultiHeadEmbedding, ShortConv, EngramModule; engram_model.py:
+EngramTransformerLayer, EngramGPTModel), the demo-v1 profile. See README.md beside this file.
+
+Run: engram conform --vectors vectors \\
+       --exec "env PYTHONPATH=conformance/python python3 conformance/ports/megatron/adapter.py --checkout DIR"
+"""
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Literal, Optional
+
+import numpy as np
+import torch
+import torch.nn as nn
+from sympy import isprime
+
+from engram_adapter.portlib import Adapter, PortRefusal, Unsupported, as_int_rows, config_of, line_of, load_defs, main
+
+import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a forward test's input table)
+
+MODULE = "megatron/core/models/engram/engram_module.py"
+MODEL = "megatron/core/models/engram/engram_model.py"
+MODULE_NAMES = ["EngramConfig", "CompressedTokenizer", "_find_next_prime", "_calculate_vocab_size_across_layers",
+                "NgramHashMapping", "MultiHeadEmbedding", "ShortConv", "EngramModule"]
+MODEL_NAMES = ["EngramTransformerLayer", "EngramGPTModel"]
+
+
+class IdentityTable:
+    """np.arange(size) without allocating it (V reaches 2^40 in the multipliers suite): numpy's indexing,
+    IndexError beyond the end, negative indices from the end."""
+
+    def __init__(self, size):
+        self.size = max(size, 0)
+
+    def __getitem__(self, idx):
+        a = np.asarray(idx, dtype=np.int64)
+        if np.any((a >= self.size) | (a < -self.size)):
+            raise IndexError(f"index out of bounds for axis 0 with size {self.size}")
+        out = np.where(a < 0, a + self.size, a)
+        return out if out.ndim else out.item()
+
+
+# ---------------------------------------------------------------- stubs of the megatron.core imports of engram_model.py
+
+class TransformerConfig:
+    """megatron.core.transformer.transformer_config.TransformerConfig: the one field the Engram layer reads."""
+
+    def __init__(self, hidden_size):
+        self.hidden_size = hidden_size
+
+
+class TransformerLayer(nn.Module):
+    """megatron.core.transformer.transformer_layer.TransformerLayer without attention or MLP: its layer_number
+    (1-based, as Megatron numbers layers; no pipeline offset) and a forward that returns the hidden states, so the
+    layer's output is what EngramTransformerLayer.forward makes of them before attention."""
+
+    def __init__(self, config, submodules, layer_number=1, **_):
+        super().__init__()
+        self.config, self.layer_number = config, layer_number
+
+    def forward(self, hidden_states, *args, **kwargs):
+        return hidden_states
+
+
+class GPTModel(nn.Module):
+    """megatron.core.models.gpt.gpt_model.GPTModel reduced to its decoder's layers (the adapter puts the Engram layer
+    there): forward runs them on decoder_input, which GPTModel takes in place of its token embedding."""
+
+    def __init__(self, config, transformer_layer_spec, **_):
+        super().__init__()
+        self.config = config
+        self.decoder = nn.Module()
+        self.decoder.layers = nn.ModuleList()
+
+    def forward(self, input_ids, position_ids, attention_mask, decoder_input=None, **_):
+        hidden = decoder_input
+        for layer in self.decoder.layers:
+            hidden = layer(hidden)
+        return hidden
+
+
+def floats(values, shape=None, name="", at=None):
+    """A hexfloat list (group or test field) as a float32 tensor: of `shape`, or flat. A list of another length
+    is no tensor of that shape, so no call of the port can hold it: the port's API refuses it where it reads that
+    shape (`at`, its file:line)."""
+    a = [float.fromhex(x) if isinstance(x, str) and x not in ("inf", "-inf", "nan") else float(x) for x in values]
+    t = torch.tensor(a, dtype=torch.float32)
+    if shape is None:
+        return t
+    if len(a) != math.prod(shape):
+        if at is None:  # a group's weights: the vectors give every one its shape
+            raise ValueError(f"{name} has {len(a)} values, not {' x '.join(map(str, shape))}")
+        raise PortRefusal(f"{name} has {len(a)} values: the port takes it as a tensor of shape "
+                          f"{' x '.join(map(str, shape))}", at)
+    return t.reshape(shape)
+
+
+def hexes(t):
+    return [float(x).hex() for x in t.reshape(-1).tolist()]
+
+
+class Weights:
+    """A demo-v1 group's parameters (§FUS.10) as tensors."""
+
+    def __init__(self, g):
+        hc, H, K, k = g["hc"], g["hidden"], g["in"], g["kernel"]
+        self.hc, self.hidden, self.inn, self.kernel, self.dilation = hc, H, K, k, g["dilation"]
+        shapes = {"keyWeight": (hc, H, K), "keyBias": (hc, H), "norm1Weight": (hc, H), "norm2Weight": (hc, H),
+                  "valueWeight": (H, K), "valueBias": (H,), "convNormWeight": (hc, H), "convWeight": (hc * H, 1, k)}
+        t = {key: floats(g[key], shape, key) for key, shape in shapes.items()}
+        self.key_w, self.key_b, self.value_w, self.value_b = (t["keyWeight"], t["keyBias"], t["valueWeight"],
+                                                              t["valueBias"])
+        self.norm1, self.norm2, self.conv_norm, self.conv_w = (t["norm1Weight"], t["norm2Weight"], t["convNormWeight"],
+                                                               t["convWeight"])
+
+    def load_slot(self, engram, c):
+        """Slot c's weights into an EngramModule of hc_mult 1 (its key_projs[0], norm1[0], norm2[0], the shared
+        value_proj, and slot c's ShortConv channels and norm)."""
+        H = self.hidden
+        with torch.no_grad():
+            engram.key_projs[0].weight.copy_(self.key_w[c])
+            engram.key_projs[0].bias.copy_(self.key_b[c])
+            engram.norm1[0].weight.copy_(self.norm1[c])
+            engram.norm2[0].weight.copy_(self.norm2[c])
+            engram.value_proj.weight.copy_(self.value_w)
+            engram.value_proj.bias.copy_(self.value_b)
+            engram.short_conv.norms[0].weight.copy_(self.conv_norm[c])
+            engram.short_conv.conv.weight.copy_(self.conv_w[c * H:(c + 1) * H])
+
+
+class Probe:
+    """Hooks on an EngramModule for one forward: the ShortConv's input (value = gates * value_proj(e), [B, S, 1, H])
+    and the module's output; with ones=True value_proj's output is replaced by ones, so that the ShortConv's input is
+    the gate itself (gates * 1.0, exact)."""
+
+    def __init__(self, engram, ones=False):
+        self.value = self.output = None
+        self.handles = [engram.short_conv.register_forward_pre_hook(self.on_conv),
+                        engram.register_forward_hook(self.on_output)]
+        if ones:
+            self.handles.append(engram.value_proj.register_forward_hook(lambda m, i, out: torch.ones_like(out)))
+
+    def on_conv(self, module, inputs):
+        self.value = inputs[0].detach().clone()
+
+    def on_output(self, module, inputs, output):
+        self.output = output.detach().clone()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for h in self.handles:
+            h.remove()
+
+
+class Megatron(Adapter):
+    name = "Megatron-LM pull request 3689 megatron/core/models/engram (EngramModule, demo-v1)"
+    version = "checkout"
+    suites = ["multipliers", "layout", "hash_demo", "gate_demo", "short_conv_demo", "engram_forward"]
+    profiles = ["demo-v1"]
+
+    def __init__(self, checkout):
+        super().__init__(checkout)
+        # transformers / tokenizers are not imported: CompressedTokenizer is subclassed below (no download)
+        ns = {"np": np, "torch": torch, "nn": nn, "math": math, "isprime": isprime, "dataclass": dataclass,
+              "field": field, "Dict": Dict, "List": List, "Optional": Optional}
+        self.ns = load_defs(os.path.join(checkout, MODULE), MODULE_NAMES, ns, future_annotations=True)
+        port_tokenizer = self.ns["CompressedTokenizer"]
+
+        class IdentityCompressedTokenizer(port_tokenizer):
+            """The port's CompressedTokenizer (its __call__ and __len__) over the identity table of V ids: the hash
+            suites give compressed ids; building the table from a tokenizer (AutoTokenizer.from_pretrained
+            downloads one) is the token_map suite's business."""
+            size = None
+
+            def __init__(self, tokenizer_name_or_path):
+                self.lookup_table = IdentityTable(self.size)
+                self.num_new_token = self.size
+
+        self.tokenizer_class = IdentityCompressedTokenizer
+        self.ns["CompressedTokenizer"] = IdentityCompressedTokenizer
+        model_ns = {"Any": Any, "Literal": Literal, "Optional": Optional, "Tensor": torch.Tensor,
+                    "EngramConfig": self.ns["EngramConfig"], "EngramModule": self.ns["EngramModule"],
+                    "NgramHashMapping": self.ns["NgramHashMapping"], "GPTModel": GPTModel,
+                    "TransformerLayer": TransformerLayer, "TransformerConfig": TransformerConfig,
+                    "ProcessGroupCollection": object, "ModuleSpec": object, "TransformerLayerSubmodules": object}
+        self.model_ns = load_defs(os.path.join(checkout, MODEL), MODEL_NAMES, model_ns, future_annotations=True)
+        self.models = {}
+
+    # ------------------------------------------------------------------ the hash, through the model's own set-up
+
+    def engram_config(self, cfg, pad, **extra):
+        """EngramConfig as a Megatron user writes it (its __post_init__ checks the configuration)."""
+        return self.ns["EngramConfig"](
+            engram_vocab_size=list(cfg["engram_vocab_size"]), max_ngram_size=cfg["max_ngram_size"],
+            n_embed_per_ngram=cfg["n_embed_per_ngram"], n_head_per_ngram=cfg["n_head_per_ngram"],
+            engram_layer_ids=list(cfg["layer_ids"]), pad_id=pad, seed=cfg["seed"], tokenizer_name_or_path=None,
+            **extra)
+
+    def model(self, cfg, v, pad, hidden=1, **extra):
+        """EngramGPTModel over the identity tokenizer of V ids (the raw pad under it is the compressed pad): its
+        __init__ builds the NgramHashMapping from the EngramConfig (engram_model.py:144-153)."""
+        key = repr((sorted(cfg.items()), v, pad, hidden, sorted(extra.items())))
+        if key not in self.models:
+            config = self.engram_config(cfg, pad, **extra)
+            self.tokenizer_class.size = v
+            self.models[key] = self.model_ns["EngramGPTModel"](
+                config=TransformerConfig(hidden), transformer_layer_spec=None, vocab_size=v, max_sequence_length=1,
+                engram_config=config)
+        return self.models[key]
+
+    def offsets(self, mapping, layer):
+        # the row ids EngramModule looks up are residue + MultiHeadEmbedding.offsets; D = 0 builds the offsets
+        # without allocating the table (its width plays no part in the ids)
+        list_of_n = [x for y in mapping.vocab_size_across_layers[layer] for x in y]
+        emb = self.ns["MultiHeadEmbedding"](list_of_N=list_of_n, D=0)
+        return emb.offsets, sum(list_of_n)
+
+    def hash_answer(self, type_, group, test):
+        if type_ == "MultipliersTest":
+            m = test["maxNgram"]
+            cfg = {"engram_vocab_size": [2] * max(m - 1, 0), "n_embed_per_ngram": 1, "n_head_per_ngram": 1,
+                   "layer_ids": [test["layerId"]], "max_ngram_size": m, "seed": test["seed"]}
+            mp = self.model(cfg, test["compressedVocabSize"], 0).ngram_hash_mapping
+            return {"multipliers": as_int_rows(mp.layer_multipliers[test["layerId"]])}
+        if type_ == "LayoutTest":
+            if test["profile"] != "demo-v1":
+                raise Unsupported("v4.1 layouts: the pull request implements demo-v1 only")
+            mp = self.model(config_of(test), test["compressedVocabSize"], test["compressedPad"]).ngram_hash_mapping
+            layers = []
+            for layer in mp.layer_ids:
+                offsets, rows = self.offsets(mp, layer)
+                layers.append({"layerId": layer, "multipliers": as_int_rows(mp.layer_multipliers[layer]),
+                               "primes": as_int_rows(mp.vocab_size_across_layers[layer]),
+                               "offsets": as_int_rows(offsets), "numEmbeddings": int(rows)})
+            return {"layers": layers}
+        # HashTest
+        mp = self.model(config_of(group), group["compressedVocabSize"], group["compressedPad"]).ngram_hash_mapping
+        ids = test["ids"]
+        if not ids:
+            return {"rows": []}
+        by_layer = mp.hash(torch.tensor([ids], dtype=torch.int64))  # the model hands hash() its input_ids tensor
+        per_layer = []
+        for layer in mp.layer_ids:
+            offsets, _ = self.offsets(mp, layer)
+            per_layer.append(torch.from_numpy(by_layer[layer][0]) + offsets)  # [T, C]
+        return {"rows": as_int_rows(torch.stack(per_layer, dim=1))}
+
+    # ------------------------------------------------------------------ gate, ShortConv, forward
+
+    def gate(self, group, test):
+        """DemoGateTest: per slot c, an EngramModule of hc_mult 1 with slot c's weights (the module gives every slot
+        one hidden state, engram_module.py:463-464; each slot's gate and value read only its own weights and hidden
+        state). e is the module's cached embeddings [B = 1, S = 1, K] (what precompute_embeddings leaves,
+        engram_module.py:444), slot c's hidden state [S = 1, B = 1, H] the test's values c·H .. (c + 1)·H − 1: both
+        as many values as the test holds, so a wrong width is for the port's layers to refuse."""
+        w = Weights(group)
+        hc, H, K = w.hc, w.hidden, w.inn
+        cfg = {"engram_vocab_size": [2], "max_ngram_size": 2, "n_embed_per_ngram": K, "n_head_per_ngram": 1,
+               "layer_ids": [1], "seed": 0}
+        e = floats(test["e"]).reshape(1, 1, -1)
+        hidden = floats(test["hidden"])
+        gates, values = [], []
+        for c in range(hc):
+            engram = self.ns["EngramModule"](layer_id=1, hidden_size=H,
+                                             engram_config=self.engram_config(cfg, 0, hc_mult=1, kernel_size=w.kernel),
+                                             vocab_size_for_layer=[[2]])
+            w.load_slot(engram, c)
+            for ones in (False, True):
+                engram._cached_embeddings = e  # forward clears it (engram_module.py:487)
+                with Probe(engram, ones) as p, torch.no_grad():
+                    engram(hidden[c * H:(c + 1) * H].reshape(1, 1, -1))
+                if ones:
+                    gates.append(p.value[0, 0, 0, 0])
+                else:
+                    values.append(p.value[0, 0, 0])
+        return {"gate": hexes(torch.stack(gates)), "value": hexes(torch.stack(values))}
+
+    def short_conv(self, group, test):
+        """ShortConvTest: the port's ShortConv as EngramModule builds it (norm_eps 1e-5 by default,
+        engram_module.py:418-423) on the test's value [B = 1, T, hc, H]."""
+        w = Weights(group)
+        conv = self.ns["ShortConv"](hidden_size=w.hidden, kernel_size=w.kernel, dilation=w.dilation, hc_mult=w.hc)
+        with torch.no_grad():
+            for c in range(w.hc):
+                conv.norms[c].weight.copy_(w.conv_norm[c])
+            conv.conv.weight.copy_(w.conv_w)
+            x = floats(test["value"], (1, test["steps"], w.hc, w.hidden), "value",
+                       line_of(self.checkout, MODULE, "B, T, G, C = x.shape"))
+            out = conv(x)
+        return {"output": hexes(out)}
+
+    def forward(self, group, test):
+        """EngramForwardTest (demo-v1): per slot c, EngramGPTModel.forward (its hash of input_ids and
+        precompute_embeddings) through one EngramTransformerLayer whose EngramModule has hc_mult 1 and slot c's weights;
+        hidden_states [S, B = 1, H] is slot c's hidden state. The layer's output is hiddenAfter, the module's output
+        `output`; a second forward with value_proj's output replaced by ones gives the gate."""
+        w = Weights(group)
+        cfg = config_of(group)
+        if w.dilation != cfg["max_ngram_size"]:
+            raise Unsupported(f"ShortConv dilation {w.dilation} with max_ngram_size {cfg['max_ngram_size']}: "
+                              f"EngramModule takes the dilation from max_ngram_size (engram_module.py:421)")
+        ids = [int(i) for i in test["ids"]]
+        T, hc, H = len(ids), w.hc, w.hidden
+        hidden = floats(test["hidden"], (T, hc, H), "hidden",
+                        line_of(self.checkout, MODULE, "def forward(self, hidden_states: torch.Tensor)"))
+        model = self.model(cfg, group["compressedVocabSize"], group["compressedPad"], hidden=H, hc_mult=1,
+                           kernel_size=w.kernel)
+        layer_id = cfg["layer_ids"][0]  # §FUS.10: the first layer
+        sizes = model.ngram_hash_mapping.vocab_size_across_layers
+        out, after, gate = torch.zeros(T, hc, H), torch.zeros(T, hc, H), torch.zeros(T, hc)
+        for c in range(hc):
+            layer = self.model_ns["EngramTransformerLayer"](
+                config=model.config, submodules=None, layer_number=layer_id, engram_config=model.engram_config,
+                engram_vocab_size_across_layers=sizes)
+            engram = layer.engram
+            w.load_slot(engram, c)
+            table = engram.multi_head_embedding.embedding.weight
+            rows, width = table.shape
+            values = SYNTHETIC.float_table_rows(group["tableSeed"], rows, width, np.arange(rows))
+            with torch.no_grad():
+                table.copy_(torch.from_numpy(values.astype(np.float32)))
+            model.decoder.layers = nn.ModuleList([layer])
+            x = hidden[:, c, :].reshape(T, 1, H)
+            for ones in (False, True):
+                with Probe(engram, ones) as p, torch.no_grad():
+                    y = model(input_ids=torch.tensor([ids], dtype=torch.int64), position_ids=None,
+                              attention_mask=None, decoder_input=x)
+                if ones:
+                    gate[:, c] = p.value[0, :, 0, 0]
+                else:
+                    out[:, c, :] = p.output[:, 0, :]
+                    after[:, c, :] = y[:, 0, :]
+        return {"output": hexes(out), "hiddenAfter": hexes(after), "gate": hexes(gate)}
+
+    def answer(self, suite, type_, group, test):
+        if type_ in ("MultipliersTest", "LayoutTest", "HashTest"):
+            return self.hash_answer(type_, group, test)
+        if type_ == "DemoGateTest":
+            return self.gate(group, test)
+        if type_ == "ShortConvTest":
+            return self.short_conv(group, test)
+        if type_ == "EngramForwardTest":
+            if group["profile"] != "demo-v1":
+                raise Unsupported("v4.1: the pull request implements demo-v1 only")
+            return self.forward(group, test)
+        if type_ == "GateFunctionTest":
+            raise Unsupported("the gate function alone has no entry: EngramModule.forward computes it inline from "
+                              "key and query (engram_module.py:473-475)")
+        if type_ == "ShortConvStateTest":
+            raise Unsupported("ShortConv keeps no state across calls: the model convolves each forward's whole "
+                              "sequence (engram_module.py:364-381)")
+        if type_ == "BoundedIntegersTest":
+            raise Unsupported("no entry draws a bounded integer alone: NgramHashMapping.__init__ calls numpy's "
+                              "Generator.integers itself (engram_module.py:222-223)")
+        raise Unsupported(f"{type_}: the module hashes whole sequences (no per-sequence state)")
+
+
+if __name__ == "__main__":
+    sys.exit(main(Megatron, __doc__))
