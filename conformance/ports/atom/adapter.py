@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from engram_adapter.portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, identity_map,
-                                    load_defs, main, PortRefusal, defined_at, test_ids)
+                                    load_defs, main, PortRefusal, defined_at, rows_of_layer, test_ids)
 from engram_adapter.serving import Packed, boundary_problem
 
 PATH = "atom/models/deepseek_v41_engram.py"
@@ -158,7 +158,7 @@ class Atom(Adapter):
             state, layout = self.state(config_of(test), test["compressedVocabSize"], test["compressedPad"])
             return {"layers": [{"layerId": l, "multipliers": as_int_rows(state.multipliers[i]),
                                 "primes": as_int_rows(layout.primes[i]), "offsets": as_int_rows(state.offsets[i]),
-                                "numEmbeddings": int(layout.num_embeddings[i])}
+                                **rows_of_layer(layout.num_embeddings, i)}
                                for i, l in enumerate(layout.layer_ids)]}
         if type_ in ("HashTest", "HashStateTest"):
             cfg, v, pad = config_of(group), group["compressedVocabSize"], group["compressedPad"]

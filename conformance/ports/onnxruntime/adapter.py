@@ -276,6 +276,9 @@ class Ort(Adapter):
 
         # as many values as the test holds: a wrong width is for onnxruntime to refuse (the graph declares [1, k])
         e = np.asarray([float.fromhex(x) for x in test["e"]], dtype=np.float32).reshape(1, -1)
+        if len(test["hidden"]) != hc * hid:
+            raise Unsupported(f"hidden of {len(test['hidden'])} values: the op takes it as [batch, seq, hc, hidden] "
+                              f"= [1, 1, {hc}, {hid}]")
         hidden = np.asarray([float.fromhex(x) for x in test["hidden"]], dtype=np.float32).reshape(1, 1, hc, hid)
         feed = {"e": e, "hidden": hidden,
                 "wk": np.ascontiguousarray(arr("keyWeight", (hc * hid, k)).T), "bk": arr("keyBias", (hc * hid,)),

@@ -19,7 +19,7 @@ from torch import nn
 from engram_adapter.torch_gate import gate_inputs, out_bits, read_gates
 from engram_adapter.portlib import (Adapter, DEAD, Unsupported, as_int_rows, config_of, fp8_decode_by_rows,
                                     hash_state_test, load_defs, lookup_rows, main, PortRefusal, defined_at,
-                                    replayed_rollback, test_ids)
+                                    replayed_rollback, rows_of_layer, test_ids)
 from engram_adapter.serving import Packed, boundary_problem
 
 import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a test's input bytes)
@@ -191,7 +191,7 @@ class SGLangServing(Adapter):
             h, lay = self.hasher(config_of(test), test["compressedVocabSize"], test["compressedPad"])
             return {"layers": [{"layerId": l, "multipliers": as_int_rows(h.multipliers[i]),
                                 "primes": as_int_rows(lay.primes[i]), "offsets": as_int_rows(h.offsets[i]),
-                                "numEmbeddings": int(lay.num_embeddings[i])} for i, l in enumerate(lay.layer_ids)]}
+                                **rows_of_layer(lay.num_embeddings, i)} for i, l in enumerate(lay.layer_ids)]}
         if type_ in ("HashTest", "HashStateTest"):
             cfg, v, pad = config_of(group), group["compressedVocabSize"], group["compressedPad"]
             h, _ = self.hasher(cfg, v, pad)

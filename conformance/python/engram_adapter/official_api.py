@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from .portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, identity_map,
-                      load_defs, PortRefusal, defined_at, replayed_rollback, test_ids)
+                      load_defs, PortRefusal, defined_at, replayed_rollback, rows_of_layer, test_ids)
 
 NAMES = ["find_next_prime", "build_compressed_token_map", "compute_hash_multipliers", "EngramLayout",
          "NgramHashState"]
@@ -126,7 +126,7 @@ class OfficialApiAdapter(Adapter):
             for i, layer in enumerate(layout.layer_ids):
                 layers.append({"layerId": layer, "multipliers": as_int_rows(state.multipliers[i]),
                                "primes": as_int_rows(layout.primes[i]), "offsets": as_int_rows(state.offsets[i]),
-                               "numEmbeddings": int(layout.num_embeddings[i])})
+                               **rows_of_layer(layout.num_embeddings, i)})
             return {"layers": layers}
         if type_ in ("HashTest", "HashStateTest"):
             cfg = config_of(group)

@@ -133,6 +133,12 @@ def adapter_frame(exc):
     return f"{os.path.basename(last.filename)}:{last.lineno}" if last else None
 
 
+def rows_of_layer(num_embeddings, i):
+    """{"numEmbeddings": n} for layer i of a layout the port built, or {} where the port keeps fewer entries than
+    layers (a layout builder that takes engram_num_embeddings as given, unchecked: the port accepted it)."""
+    return {"numEmbeddings": int(num_embeddings[i])} if i < len(num_embeddings) else {}
+
+
 def config_of(group_or_test):
     """The configuration's text part (the HF shape nests it under text_config)."""
     cfg = group_or_test["config"]
