@@ -16,25 +16,11 @@ import torch
 import torch.nn as nn
 from sympy import isprime
 
-from engram_adapter.portlib import Adapter, Unsupported, as_int_rows, config_of, load_defs, main
+from engram_adapter.portlib import Adapter, IdentityTable, Unsupported, as_int_rows, config_of, load_defs, main
 
 PATH = "engram_demo_v1.py"
 NAMES = ["CompressedTokenizer", "find_next_prime", "NgramHashMapping", "MultiHeadEmbedding"]
 
-
-class IdentityTable:
-    """np.arange(size) without allocating it (V reaches 2^40 in the multipliers suite): numpy's indexing,
-    IndexError beyond the end, negative indices from the end."""
-
-    def __init__(self, size):
-        self.size = max(size, 0)
-
-    def __getitem__(self, idx):
-        a = np.asarray(idx, dtype=np.int64)
-        if np.any((a >= self.size) | (a < -self.size)):
-            raise IndexError(f"index out of bounds for axis 0 with size {self.size}")
-        out = np.where(a < 0, a + self.size, a)
-        return out if out.ndim else out.item()
 
 
 class Demo(Adapter):

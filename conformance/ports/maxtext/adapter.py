@@ -17,24 +17,11 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import sympy  # noqa: E402
 
-from engram_adapter.portlib import Adapter, Unsupported, as_int_rows, config_of, load_defs, main
+from engram_adapter.portlib import Adapter, IdentityTable, Unsupported, as_int_rows, config_of, load_defs, main
 
 PATH = "src/maxtext/layers/engram.py"
 NAMES = ["NgramHashMapping", "StaticWrapper", "MultiHeadEmbedding"]
 
-
-class IdentityTable:
-    """np.arange(size) without allocating it: numpy's indexing, IndexError beyond the end."""
-
-    def __init__(self, size):
-        self.size = max(size, 0)
-
-    def __getitem__(self, idx):
-        a = np.asarray(idx, dtype=np.int64)
-        if np.any((a >= self.size) | (a < -self.size)):
-            raise IndexError(f"index out of bounds for axis 0 with size {self.size}")
-        out = np.where(a < 0, a + self.size, a)
-        return out if out.ndim else out.item()
 
 
 class IdentityCompressedTokenizer:

@@ -17,7 +17,8 @@ import torch
 import torch.nn as nn
 from sympy import isprime
 
-from engram_adapter.portlib import Adapter, PortRefusal, Unsupported, as_int_rows, config_of, line_of, load_defs, main
+from engram_adapter.portlib import (Adapter, IdentityTable, PortRefusal, Unsupported, as_int_rows, config_of, line_of,
+                                    load_defs, main)
 
 import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a forward test's input table)
 
@@ -27,20 +28,6 @@ MODULE_NAMES = ["EngramConfig", "CompressedTokenizer", "_find_next_prime", "_cal
                 "NgramHashMapping", "MultiHeadEmbedding", "ShortConv", "EngramModule"]
 MODEL_NAMES = ["EngramTransformerLayer", "EngramGPTModel"]
 
-
-class IdentityTable:
-    """np.arange(size) without allocating it (V reaches 2^40 in the multipliers suite): numpy's indexing,
-    IndexError beyond the end, negative indices from the end."""
-
-    def __init__(self, size):
-        self.size = max(size, 0)
-
-    def __getitem__(self, idx):
-        a = np.asarray(idx, dtype=np.int64)
-        if np.any((a >= self.size) | (a < -self.size)):
-            raise IndexError(f"index out of bounds for axis 0 with size {self.size}")
-        out = np.where(a < 0, a + self.size, a)
-        return out if out.ndim else out.item()
 
 
 # ---------------------------------------------------------------- stubs of the megatron.core imports of engram_model.py

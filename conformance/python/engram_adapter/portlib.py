@@ -217,6 +217,23 @@ IDENTITY_FULL_MAX = 1 << 22  # V up to this: the whole identity map of V ids is 
 IDENTITY_PREFIX_MAX = 1 << 24  # beyond IDENTITY_FULL_MAX, the longest prefix built (128 MiB of int64)
 
 
+class IdentityTable:
+    """np.arange(size) without allocating it (V reaches 2^40 in the multipliers suite), for a port that maps raw
+    ids through a numpy table: numpy's indexing, IndexError beyond the end, negative indices from the end."""
+
+    def __init__(self, size):
+        self.size = max(size, 0)
+
+    def __getitem__(self, idx):
+        import numpy as np  # here, not at the top: portlib itself runs without numpy
+
+        a = np.asarray(idx, dtype=np.int64)
+        if np.any((a >= self.size) | (a < -self.size)):
+            raise IndexError(f"index out of bounds for axis 0 with size {self.size}")
+        out = np.where(a < 0, a + self.size, a)
+        return out if out.ndim else out.item()
+
+
 def test_ids(test):
     """Every id a hash test feeds (HashTest ids, HashStateTest append steps)."""
     if "ids" in test:
