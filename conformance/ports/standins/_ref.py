@@ -44,3 +44,87 @@ def v41_layout(layer_ids, max_ngram, heads, base, num_embeddings):
     layout = ref.build_layout(cfg, 1, 0)
     return {"primes": tuple(tuple(tuple(order) for order in l["primes"]) for l in layout["layers"]),
             "offsets": [l["offsets"] for l in layout["layers"]]}
+
+
+# ------------------------------------------------------------------ the official module's stand-ins (torch >= 2.1)
+
+def fp8_table(module, rows, dim):
+    """§STO.1-2 an fp8 table's parameters on `module`: weight [rows][dim] E4M3 codes, scale [rows][dim / 32] E8M0."""
+    import torch
+    module.weight = torch.nn.Parameter(torch.zeros((rows, dim), dtype=torch.uint8).view(torch.float8_e4m3fn),
+                                       requires_grad=False)
+    module.scale = torch.nn.Parameter(torch.zeros((rows, dim // 32), dtype=torch.uint8).view(torch.float8_e8m0fnu),
+                                      requires_grad=False)
+
+
+def table_rows(module, indices, outside_zero=False):
+    """§STO.6 the bf16 rows of `indices` in the module's fp8 table, decoded by the numpy port; an id outside the table
+    is refused, or with `outside_zero` read as a row of +0 (the official ParallelEngramEmbedding's mask)."""
+    import numpy as np
+    import torch
+    codes, scales = module.weight.view(torch.uint8).numpy(), module.scale.view(torch.uint8).numpy()
+    n, d = codes.shape
+    rows = []
+    for i in indices.reshape(-1).tolist():
+        if not 0 <= i < n and not outside_zero:
+            raise IndexError(f"row {i} outside the table of {n}")
+        rows.append(ref.decode_row(codes[i], scales[i]) if 0 <= i < n else np.zeros(d, dtype=np.uint16))
+    return torch.tensor(np.array(rows, dtype=np.uint16).reshape(-1, d).astype(np.int16)).view(
+        torch.bfloat16).reshape(*indices.shape, d)
+
+
+def linear_params(module, in_features, out_features, dtype):
+    """A Linear's parameters: weight [out][in] of `dtype`; for fp8, scale [ceil(out / 32)][ceil(in / 32)] E8M0."""
+    import torch
+    module.weight = torch.nn.Parameter(torch.zeros((out_features, in_features), dtype=dtype), requires_grad=False)
+    module.scale = None
+    if dtype == torch.float8_e4m3fn:
+        module.scale = torch.nn.Parameter(torch.zeros(((out_features + 31) // 32, (in_features + 31) // 32),
+                                                      dtype=torch.float8_e8m0fnu), requires_grad=False)
+        module.weight.scale = module.scale
+
+
+def linear(x, weight, scale):
+    """§FUS.2 x [..., K] bf16 projected by `weight`: fp8 (act_quant, the 32 x 32 block GEMM) or bf16 (float32 sums),
+    as the numpy port computes WkvTest; bf16 results [..., N]."""
+    import numpy as np
+    import torch
+    from engram_numpy_port import fusion
+    shape, n = x.shape, weight.shape[0]
+    rows = [[b & 0xFFFF for b in r] for r in x.reshape(-1, shape[-1]).contiguous().view(torch.int16).tolist()]
+    if weight.dtype == torch.bfloat16:
+        w = [fusion.bf16v(b & 0xFFFF) for b in weight.contiguous().view(torch.int16).reshape(-1).tolist()]
+        y = [fusion.linear([fusion.bf16v(b) for b in r], w, n, 32) for r in rows]
+    else:
+        codes, scales = weight.view(torch.uint8).reshape(-1).tolist(), scale.view(torch.uint8).reshape(-1).tolist()
+        y = [fusion.fp8_linear(*fusion.act_quant(r), codes, scales, n, len(r), 32) for r in rows]
+    bits = np.array([[fusion.bf16_of(v) for v in r] for r in y], dtype=np.uint16).astype(np.int16)
+    return torch.tensor(bits).view(torch.bfloat16).reshape(*shape[:-1], n)
+
+
+def engram_params(module, args, layer_id, layout, embedding_class, linear_class):
+    """What Engram.__init__ sets: dim, hc_mult, eps, the layer's fp8 table, the fp8 wkv and the q / k weights."""
+    import torch
+    module.dim, module.hc_mult, module.eps = args.dim, args.hc_mult, args.norm_eps
+    module.embed = embedding_class(layout.num_embeddings[layout.layer_ids.index(layer_id)], layout.head_dim)
+    cols = (layout.max_ngram_size - 1) * layout.n_heads
+    module.wkv = linear_class(cols * layout.head_dim, args.dim * (args.hc_mult + 1), dtype=torch.float8_e4m3fn)
+    module.q_weight = torch.nn.Parameter(torch.ones(args.hc_mult, args.dim), requires_grad=False)
+    module.k_weight = torch.nn.Parameter(torch.ones(args.hc_mult, args.dim), requires_grad=False)
+
+
+def engram_forward(module, x, hash_ids, token_mask):
+    """§FUS.3 x + gate * value for every position and copy, by the numpy port's float32 mirror (v41_stream)."""
+    import torch
+    kv = module.wkv(module.embed(hash_ids).flatten(-2))
+    _, steps, hc, dim = x.shape
+    out = torch.zeros(x.shape, dtype=torch.float32)
+    for t in range(steps):
+        row = kv[0, t].float().tolist()
+        masked = token_mask is not None and not bool(token_mask[0, t])
+        for c in range(hc):
+            _, vals = ref.v41_stream(x[0, t, c].float().tolist(), row[c * dim:(c + 1) * dim], row[hc * dim:],
+                                     module.q_weight[c].float().tolist(), module.k_weight[c].float().tolist(),
+                                     module.eps, masked, 32)
+            out[0, t, c] = torch.tensor(vals, dtype=torch.float32)
+    return out.to(x.dtype)

@@ -1,7 +1,8 @@
 """Stand-in of the official V4.1 inference/engram.py API (tt-metal vendors it; sglang's manual-test model keeps
-it): the names, signatures and tensor shapes the adapter in conformance/python/engram_adapter/official_api.py calls, and
-no code of the port. Every answer comes from the in-tree numpy port (_ref.py). CI runs the adapters on it; the
-real measurement needs the port's checkout (scripts/ports.sh)."""
+it, with its Engram module): the names, signatures and tensor shapes the adapter in
+conformance/python/engram_adapter/official_api.py calls, and no code of the port. Every answer comes from the
+in-tree numpy port (_ref.py). CI runs the adapters on it; the real measurement needs the port's checkout
+(scripts/ports.sh)."""
 from dataclasses import dataclass
 
 
@@ -76,27 +77,21 @@ class NgramHashState(nn.Module):
 class EngramEmbedding(nn.Module):
     """The fp8 table read (sglang's manual-test model keeps it in this file): rows decoded by the numpy port."""
 
+    def __init__(self, num_embeddings, dim):
+        super().__init__()
+        __import__("_ref").fp8_table(self, num_embeddings, dim)
+
     def forward(self, indices):
-        ref = __import__("_ref").ref
-        codes, scales = self.weight.view(torch.uint8).numpy(), self.scale.view(torch.uint8).numpy()
-        rows = [ref.decode_row(codes[i], scales[i]).astype("int16") for i in indices.reshape(-1).tolist()]
-        return torch.tensor(rows).view(torch.bfloat16).reshape(*indices.shape, self.weight.shape[1])
+        return __import__("_ref").table_rows(self, indices)
 
 
 class Engram(nn.Module):
-    """The gate (sglang's manual-test model keeps it in this file): x + gate * value by the numpy port's §FUS.3."""
+    """The module (sglang's manual-test model keeps it in this file; its wkv is the Linear of dsv41_linear.py):
+    x + gate * value by the numpy port's §FUS.3."""
+
+    def __init__(self, args, layer_id, layout):
+        super().__init__()
+        __import__("_ref").engram_params(self, args, layer_id, layout, EngramEmbedding, Linear)
 
     def forward(self, x, hash_ids, token_mask=None):
-        ref = __import__("_ref").ref
-        kv = self.wkv(self.embed(hash_ids))
-        b, l, hc, dim = x.shape
-        out = torch.zeros(x.shape, dtype=torch.float32)
-        for t in range(l):
-            row = kv[0, t].float().tolist()
-            masked = token_mask is not None and not bool(token_mask[0, t])
-            for c in range(hc):
-                _, vals = ref.v41_stream(x[0, t, c].float().tolist(), row[c * dim:(c + 1) * dim], row[hc * dim:],
-                                         self.q_weight[c].float().tolist(), self.k_weight[c].float().tolist(),
-                                         self.eps, masked, 32)
-                out[0, t, c] = torch.tensor(vals, dtype=torch.float32)
-        return out.to(x.dtype)
+        return __import__("_ref").engram_forward(self, x, hash_ids, token_mask)

@@ -18,15 +18,35 @@ How a test becomes calls of the port:
   multipliers and offsets.
 - multipliers: `compute_hash_multipliers((layer,), n, V)`; the port has no seed (it draws with
   10007 * layer_id), so a test with another seed is unsupported.
+
+The rest of the official module (OfficialModuleAdapter: the fp8 table, the wkv projection, the gate, one layer's
+forward) lives in other files, whose classes keep the official API too: `Engram(args, layer_id, layout)` with
+`embed` (the table: `weight` fp8 rows and `scale` E8M0 per 32 elements, forward(hash ids) -> bf16 rows), `wkv`
+(`Linear(in, out, dtype=...)`: `weight` and, for fp8, a `scale` per 32x32 block) and `q_weight`, `k_weight`; its
+forward(x, hash_ids, token_mask) returns x + gate * value. The adapter builds the modules with the port's own
+constructors and loads the test's weights into their parameters, as a checkpoint would be loaded (a weight of
+another size than the parameter is unsupported: the API cannot hold it):
+- table_lookup / fp8_decode: the embedding holding the test's rows (portlib.lookup_table: a row id outside the
+  table stays outside the port's); an fp8_decode test is one row of the test's codes (portlib.fp8_decode_by_rows).
+- gate_v41: V41GateTest through Engram.forward with the table read and the wkv replaced by the test's kv (the gate
+  read off further calls: torch_gate); WkvTest through Linear.forward; GateFunctionTest has no entry (the gate is
+  one expression of Engram.forward).
+- engram_forward (v4.1): the configuration's first layer, hashed by NgramHashState as above, then Engram.forward
+  on the §STO.5 synthetic table of the group's tableSeed, the group's fp8 wkv and q / k weights; DEAD is
+  token_mask False, as the official model masks image spans.
 """
+import contextlib
 import json
 from types import SimpleNamespace
 
 import numpy as np
 import torch
+from torch import nn
 
-from .portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, identity_map,
-                      load_defs, PortRefusal, defined_at, replayed_rollback, rows_of_layer, test_ids)
+from .portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, fp8_decode_by_rows, hash_state_test,
+                      identity_map, load_defs, lookup_table, PortRefusal, defined_at, replayed_rollback, rows_of_layer,
+                      test_ids)
+from .torch_gate import bf16_tensor, gate_inputs, out_bits, read_gates, shaped, stream_gates
 
 NAMES = ["find_next_prime", "build_compressed_token_map", "compute_hash_multipliers", "EngramLayout",
          "NgramHashState"]
@@ -143,3 +163,163 @@ class OfficialApiAdapter(Adapter):
                 return {"rows": new_session(0).append(test["ids"])}
             return hash_state_test(group, test, new_session)
         raise Unsupported(f"{type_}: not part of the port's Engram hash code")
+
+
+class Given(nn.Module):
+    """A module that returns the tensor it holds, whatever its input (the table read or the wkv an input replaces)."""
+
+    def __init__(self, value):
+        super().__init__()
+        self.value = value
+
+    def forward(self, _):
+        return self.value
+
+
+def byte_tensor(chunks, shape):
+    """A uint8 tensor of `shape` from byte strings, concatenated (an FP8 table's codes or scales)."""
+    return torch.tensor(np.frombuffer(b"".join(chunks), dtype=np.uint8).reshape(shape).copy())
+
+
+def fill(param, data, what):
+    """A parameter loaded with the test's values (a tensor of the same element size, reinterpreted in its dtype)."""
+    if data.numel() != param.numel():
+        raise Unsupported(f"{what} of {data.numel()} values: the port's parameter has shape {list(param.shape)}")
+    with torch.no_grad():
+        param.copy_(data.reshape(param.shape).view(param.dtype))
+
+
+FP8_TABLE_MAX = 1 << 28  # bytes of the synthetic table a forward test's layer may hold (random ones hold a few kB)
+
+
+class OfficialModuleAdapter(OfficialApiAdapter):
+    """The official API's hash (OfficialApiAdapter) and its module: a port's adapter says in load_module() how its
+    files give the classes "Engram", "Embedding" (the fp8 table) and "Linear" (see the module docstring)."""
+    suites = ["multipliers", "layout", "hash_v41", "gate_v41", "table_lookup", "fp8_decode", "engram_forward"]
+    _mod = None
+
+    def load_module(self):  # pragma: no cover - per port
+        raise NotImplementedError
+
+    @property
+    def mod(self):
+        """The module's classes, loaded at their first use: the hash suites run without them, on a torch without
+        the float8 dtypes every module class builds its table or its wkv with (torch < 2.1: unsupported)."""
+        if not hasattr(torch, "float8_e8m0fnu"):
+            raise Unsupported(f"torch {torch.__version__} has no float8_e8m0fnu (the module's fp8 table and wkv)")
+        if self._mod is None:
+            self._mod = self.load_module()
+        return self._mod
+
+    def context(self):
+        """What the port's entry point sets around a forward (e.g. torch's default dtype); none by default."""
+        return contextlib.nullcontext()
+
+    # ------------------------------------------------------------------ the fp8 table
+
+    def decode(self, raw, d, local):
+        """The port's embedding holding the given rows (codes, scales), in order, read at the row ids `local`: each
+        row's bf16 bit patterns."""
+        emb = self.mod["Embedding"](len(raw), d)
+        fill(emb.weight, byte_tensor([c for c, _ in raw], (len(raw), d)), "codes")
+        fill(emb.scale, byte_tensor([s for _, s in raw], (len(raw), d // 32)), "scales")
+        out = emb(torch.tensor(local, dtype=torch.int64))
+        return out.contiguous().view(torch.int16).reshape(len(local), d).tolist()
+
+    def lookup(self, type_, group, test):
+        import engram_numpy_port as synthetic  # (only its synthetic-table generator: a test's input bytes)
+        d, raw, local = lookup_table(type_, group, test, synthetic.table_of)
+        return {"rows": ["".join(f"{int(b) & 0xFFFF:04x}" for b in row) for row in self.decode(raw, d, local)]}
+
+    # ------------------------------------------------------------------ the wkv and the gate
+
+    def engram(self, dim, hc, eps, layout):
+        """The port's Engram of one layer, built by its own constructor."""
+        return self.mod["Engram"](SimpleNamespace(dim=dim, hc_mult=hc, norm_eps=eps), layout.layer_ids[0], layout)
+
+    def gate(self, group, test):
+        x, kv, q, k, eps = gate_inputs(group, test, (1, 1))
+        dim, hc = group["dim"], group["hc"]
+        mask = torch.tensor([[not test["masked"]]], dtype=torch.bool)
+        # a layout of one row and one column of 32: the module's table and wkv give way to the test's kv
+        layout = SimpleNamespace(layer_ids=(0,), num_embeddings=(1,), max_ngram_size=2, n_heads=1, head_dim=32)
+
+        def run(xs, packed):
+            e = self.engram(dim, hc, eps, layout)
+            e.embed, e.wkv = nn.Identity(), Given(packed)
+            e.q_weight, e.k_weight = nn.Parameter(q, requires_grad=False), nn.Parameter(k, requires_grad=False)
+            with self.context():
+                return e(xs, torch.zeros((1, 1, 1), dtype=torch.int64), mask)
+        out = run(x, kv)
+        # Engram.forward returns x + gate * value, never the gate: read off the same forward (torch_gate.read_gates)
+        return {"gate": read_gates(run, x, kv, group, test), "out": out_bits(out)}
+
+    def wkv(self, test):
+        e = test["e"]
+        k, n = len(e), test["outFeatures"]
+        if "weight" in test:
+            lin = self.mod["Linear"](k, n, dtype=torch.bfloat16)
+            fill(lin.weight, bf16_tensor(test["weight"], (len(test["weight"]),)), "weight")
+        else:
+            lin = self.mod["Linear"](k, n, dtype=torch.float8_e4m3fn)
+            fill(lin.weight, byte_tensor([bytes(test["weightCodes"])], (len(test["weightCodes"]),)), "weightCodes")
+            fill(lin.scale, byte_tensor([bytes(test["weightScales"])], (len(test["weightScales"]),)), "weightScales")
+        with self.context():
+            return {"kv": out_bits(lin(bf16_tensor(e, (1, k))))}
+
+    # ------------------------------------------------------------------ one layer's forward
+
+    def forward(self, group, test):
+        if group["profile"] != "v4.1":
+            raise Unsupported("demo-v1: the port implements v4.1 only")
+        import engram_numpy_port as synthetic  # (only its synthetic-table generator: the table's bytes)
+        cfg = config_of(group)
+        dim, hc, hd, eps = cfg["dim"], cfg["hc_mult"], cfg["engram_head_dim"], float(cfg["norm_eps"])
+        ids = [int(i) for i in test["ids"]]
+        x = shaped(test, "x", (1, len(ids), hc, dim))
+        state, layout = self.state(cfg, group["compressedVocabSize"], group["compressedPad"], ids)
+        t = torch.tensor([ids], dtype=torch.int64)
+        mask = t != DEAD
+        hashes = state(t, 0, mask)[:, :, 0, :]  # the first layer's (§FUS.10)
+        rows = int(layout.num_embeddings[0])
+        if rows * hd > FP8_TABLE_MAX:
+            raise Unsupported(f"a table of {rows} rows: the adapter builds the port's table whole")
+        e = self.engram(dim, hc, eps, layout)
+        used = sorted(set(hashes.reshape(-1).tolist()))
+        codes, scales = synthetic.SyntheticTable(group["tableSeed"], rows, hd).raw(used)
+        table = torch.zeros((rows, hd), dtype=torch.uint8), torch.zeros((rows, hd // 32), dtype=torch.uint8)
+        table[0][used], table[1][used] = torch.tensor(codes), torch.tensor(scales)
+        fill(e.embed.weight, table[0], "the table's codes")
+        fill(e.embed.scale, table[1], "the table's scales")
+        fill(e.wkv.weight, byte_tensor([bytes(group["wkvWeightCodes"])], (len(group["wkvWeightCodes"]),)),
+             "wkvWeightCodes")
+        fill(e.wkv.scale, byte_tensor([bytes(group["wkvWeightScales"])], (len(group["wkvWeightScales"]),)),
+             "wkvWeightScales")
+        e.q_weight = nn.Parameter(shaped(group, "qWeight", (hc, dim)), requires_grad=False)
+        e.k_weight = nn.Parameter(shaped(group, "kWeight", (hc, dim)), requires_grad=False)
+        kv = []
+        e.wkv.register_forward_hook(lambda module, inputs, output: kv.append(output))
+        with self.context():
+            out = e(x, hashes, mask)
+
+        def run(xf, probe):  # the same forward with the table read and the wkv giving way to the probe's kv
+            e.embed, e.wkv = nn.Identity(), Given(probe)
+            with self.context():
+                return e(xf, hashes, mask)
+        gates = stream_gates(run, x.to(torch.float32), kv[0][..., :hc * dim].to(torch.float32), dim, hc, dim)
+        return {"out": out_bits(out), "gate": gates}
+
+    def answer(self, suite, type_, group, test):
+        if type_ == "V41GateTest":
+            return self.gate(group, test)
+        if type_ == "WkvTest":
+            return self.wkv(test)
+        if type_ == "EngramForwardTest":
+            return self.forward(group, test)
+        if type_ in ("SafetensorsLookupTest", "PackedLookupTest", "SyntheticLookupTest"):
+            return self.lookup(type_, group, test)
+        if type_ in ("E4M3DecodeTest", "E8M0DecodeTest", "ElementDecodeTest"):
+            # the module decodes FP8 only in the embedding's forward: the test's codes go through a row of the table
+            return fp8_decode_by_rows(type_, test, lambda codes, scales: self.decode([(codes, scales)], len(codes),
+                                                                                   [0])[0])
+        return super().answer(suite, type_, group, test)

@@ -314,3 +314,22 @@ def fp8_decode_by_rows(type_, test, decode_row):
     else:
         raise Unsupported(f"{type_}: not an fp8_decode test")
     return {"f32Bits": f"{(int(row[0]) & 0xFFFF) << 16:08x}"}
+
+
+def lookup_table(type_, group, test, table_of):
+    """A table_lookup test's rows as a table a port can hold: (head_dim, [(codes, scales) bytes per row], local ids).
+    The table holds the in-table rows the test reads (a SyntheticLookupTest's distinct ones, in order of first use;
+    the others' one per row id, from rowBytes), and `local` is each row id as an index into it. A row id outside the
+    table stays outside this one (a negative id as it is, an id at or above the table's rows that far past its end),
+    so that the port's own bounds check or mask meets it as it would the real table's."""
+    table = group["table"] if type_ == "SyntheticLookupTest" else group
+    n = table["rows"]
+    ids = [int(x) for x in test["rowIds"]]
+    if type_ != "SyntheticLookupTest":
+        d, raw = lookup_rows(type_, group, test, None, "a test that gives the rows' bytes has none for it")
+        return d, raw, list(range(len(ids)))
+    inside = list(dict.fromkeys(r for r in ids if 0 <= r < n)) or [0]  # a table of no rows is no table
+    codes, scales = table_of(table).raw(inside)
+    at = {r: i for i, r in enumerate(inside)}
+    local = [at[r] if 0 <= r < n else (r if r < 0 else len(inside) + r - n) for r in ids]
+    return table["headDim"], [(c.tobytes(), s.tobytes()) for c, s in zip(codes, scales)], local

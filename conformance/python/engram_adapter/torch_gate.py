@@ -1,6 +1,7 @@
 """The v4.1 post-wkv gate (spec/fusion.md) through a torch port that returns only x + gate * value: the test's
 inputs as the port's bf16 tensors, and the gate read back off the port's own output. Shared by the adapters of
-sglang's manual test, sglang's production layer and vLLM's torch reference (conformance/ports/*/adapter.py).
+sglang's manual test, sglang's production layer, vLLM's torch reference and the official module
+(conformance/ports/*/adapter.py, engram_adapter.official_api: a forward's gate at every position).
 
 The key and value reach such a port packed in one kv tensor [..., hc * dim + dim], which the port slices: a test
 whose key (or value) has the wrong length is handed to the port as it is, and the port's own code decides
@@ -37,29 +38,37 @@ def gate_inputs(group, test, lead):
 
 
 def read_gates(call, x, kv, group, test):
-    """The gate of each hc copy, as hex floats, read off call(x, kv) -> x + gate * value (the port's function):
-    the same call on the stream in float32 with the value replaced by 2^s (s 40 binades above every |x|) gives
-    gate = (out - x) / 2^s, within a float32 rounding of gate * 2^s (about 2^-24 relative)."""
-    dim, hc = group["dim"], group["hc"]
-    xf = x.to(torch.float32)
-    key = kv[..., :len(test["key"])].to(torch.float32)
-    gates = []
+    """The gate of each hc copy, as hex floats, read off call(x, kv) -> x + gate * value (the port's function), for
+    a V41GateTest (one position): stream_gates on the test's packed kv."""
+    return stream_gates(call, x.to(torch.float32), kv[..., :len(test["key"])].to(torch.float32), len(test["value"]),
+                        group["hc"], group["dim"])
+
+
+def stream_gates(call, xf, key, n_value, hc, dim):
+    """The gate of every position and hc copy, as hex floats in position order, read off call(x, kv) -> x + gate *
+    value: xf float32 [..., hc, dim] (its positions in order), key [..., K] the kv's part before the value. For each
+    copy, the same call on the stream with the value replaced by 2^s (per position, s 40 binades above every |x| of
+    that copy) gives gate = (out - x) / 2^s, within a float32 rounding of gate * 2^s (about 2^-24 relative)."""
+    h = xf.reshape(-1, hc, dim)
+    gates = [[None] * hc for _ in range(h.shape[0])]
     for c in range(hc):
-        h = xf.reshape(-1, hc, dim)[0, c]
-        if not bool(torch.isfinite(h).any()):  # x + gate * value is x whatever the gate: nothing to read
-            raise Unsupported("a hidden-state copy with no finite element: the port returns x + gate * value only, "
-                              "and the gate cannot be read off a non-finite stream")
-        d0 = int(torch.isfinite(h).nonzero()[0, 0])  # an element the gate can be read off
-        finite = h[torch.isfinite(h)].abs()
-        top = int(torch.frexp(finite.max())[1]) if finite.numel() and finite.max() > 0 else -126
-        s = max(0, top + 40)
-        if s > 126:  # x + gate * 2^s would overflow float32: the gate is not recoverable
-            raise Unsupported("|x| near the float32 range: the port returns x + gate * value only, and the gate "
-                              "cannot be separated from so large a stream")
-        probe = torch.cat([key, torch.full(key.shape[:-1] + (len(test["value"]),), 2.0 ** s)], dim=-1)
-        o = call(xf, probe)
-        gates.append(float((o.reshape(-1, hc, dim)[0, c, d0].double() - h[d0].double()) / (2.0 ** s)).hex())
-    return gates
+        at, scale = [], []
+        for t in range(h.shape[0]):
+            finite = h[t, c][torch.isfinite(h[t, c])].abs()
+            if not finite.numel():  # x + gate * value is x whatever the gate: nothing to read
+                raise Unsupported("a hidden-state copy with no finite element: the port returns x + gate * value "
+                                  "only, and the gate cannot be read off a non-finite stream")
+            at.append(int(torch.isfinite(h[t, c]).nonzero()[0, 0]))  # an element the gate can be read off
+            top = int(torch.frexp(finite.max())[1]) if finite.max() > 0 else -126
+            scale.append(max(0, top + 40))
+            if scale[-1] > 126:  # x + gate * 2^s would overflow float32: the gate is not recoverable
+                raise Unsupported("|x| near the float32 range: the port returns x + gate * value only, and the gate "
+                                  "cannot be separated from so large a stream")
+        value = torch.tensor([2.0 ** s for s in scale], dtype=torch.float32).reshape(key.shape[:-1] + (1,))
+        o = call(xf, torch.cat([key, value.expand(key.shape[:-1] + (n_value,))], dim=-1)).reshape(-1, hc, dim)
+        for t in range(h.shape[0]):
+            gates[t][c] = float((o[t, c, at[t]].double() - h[t, c, at[t]].double()) / (2.0 ** scale[t])).hex()
+    return [g for row in gates for g in row]
 
 
 def out_bits(out):
