@@ -65,7 +65,10 @@ def stream_gates(call, xf, key, n_value, hc, dim):
                 raise Unsupported("|x| near the float32 range: the port returns x + gate * value only, and the gate "
                                   "cannot be separated from so large a stream")
         value = torch.tensor([2.0 ** s for s in scale], dtype=torch.float32).reshape(key.shape[:-1] + (1,))
-        o = call(xf, torch.cat([key, value.expand(key.shape[:-1] + (n_value,))], dim=-1)).reshape(-1, hc, dim)
+        o = call(xf, torch.cat([key, value.expand(key.shape[:-1] + (n_value,))], dim=-1))
+        if o.numel() != h.numel():  # the port took the input and returned another shape (e.g. a kv with no value
+            return []               # left after its key slice): its output is the answer, with no gate to read
+        o = o.reshape(-1, hc, dim)
         for t in range(h.shape[0]):
             gates[t][c] = float((o[t, c, at[t]].double() - h[t, c, at[t]].double()) / (2.0 ** scale[t])).hex()
     return [g for row in gates for g in row]
