@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """JSON-lines adapter for onnxruntime's Engram contrib ops on the CPU (com.microsoft NGramHashMapping,
-VarlenNGramHashMapping, EngramGate), as a released wheel ships them. See README.md beside this file.
+VarlenNGramHashMapping, EngramGate) and the contrib ops that carry the rest of an Engram layer (CausalConvWithState
+for the ShortConv, GatherBlockQuantized for the FP8 table), as a released wheel ships them. See README.md beside
+this file.
 
 The checkout is the unpacked wheel (scripts/ports_restore.py restores it from the pinned wheel): the adapter
 imports that onnxruntime, builds small ONNX graphs with the onnx package and runs them on the
@@ -14,7 +16,8 @@ import sys
 
 import numpy as np
 
-from engram_adapter.portlib import DEAD, Adapter, Unsupported, hash_state_test, main, replayed_rollback
+from engram_adapter.portlib import (DEAD, Adapter, Unsupported, fp8_decode_by_rows, hash_state_test, lookup_table,
+                                    main, replayed_rollback)
 from engram_adapter.serving import Packed, boundary_problem
 
 MS = "com.microsoft"
@@ -24,9 +27,14 @@ def hexf(x):
     return float(x).hex()
 
 
+def floats32(values):
+    return np.asarray([float.fromhex(x) if isinstance(x, str) else x for x in values], dtype=np.float32)
+
+
 class Ort(Adapter):
-    name = "onnxruntime contrib ops NGramHashMapping / VarlenNGramHashMapping / EngramGate (CPU)"
-    suites = ["hash_demo", "hash_v41", "gate_demo", "serving_v41"]
+    name = ("onnxruntime contrib ops NGramHashMapping / VarlenNGramHashMapping / EngramGate / CausalConvWithState / "
+            "GatherBlockQuantized (CPU)")
+    suites = ["hash_demo", "hash_v41", "gate_demo", "short_conv_demo", "table_lookup", "fp8_decode", "serving_v41"]
     profiles = ["demo-v1", "v4.1"]
 
     def __init__(self, checkout):
@@ -45,18 +53,22 @@ class Ort(Adapter):
 
     # ------------------------------------------------------------------ graphs
 
-    def session(self, key, build):
-        if key not in self.sessions:
+    def session(self, key, build, opset=17):
+        """A session of the graph build() returns, kept under `key` (None: not kept, e.g. a graph holding a
+        test's table as initializers)."""
+        if key is None or key not in self.sessions:
             graph = build()
-            model = self.helper.make_model(graph, opset_imports=[self.helper.make_opsetid("", 17),
+            model = self.helper.make_model(graph, opset_imports=[self.helper.make_opsetid("", opset),
                                                                   self.helper.make_opsetid(MS, 1)])
-            model.ir_version = 8
+            model.ir_version = 8 if opset < 21 else 10
             opts = self.ort.SessionOptions()
             opts.intra_op_num_threads = 1
             opts.inter_op_num_threads = 1
             opts.log_severity_level = 3
-            self.sessions[key] = self.ort.InferenceSession(model.SerializeToString(), opts,
-                                                           providers=["CPUExecutionProvider"])
+            sess = self.ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+            if key is None:
+                return sess
+            self.sessions[key] = sess
         return self.sessions[key]
 
     def hash_session(self, m, heads, pad, varlen):
@@ -288,6 +300,123 @@ class Ort(Adapter):
         return {"gate": [hexf(gates[0, 0, c, 0]) for c in range(hc)],
                 "value": [hexf(x) for x in gated.reshape(-1)]}
 
+    # ------------------------------------------------------------------ ShortConv: CausalConvWithState
+
+    def conv_session(self, hc, hid, kernel, dilation, carried):
+        """RMSNorm per stream (ONNX RMSNormalization, eps 1e-5 as the demo's ShortConv; the op holds no norm) and
+        CausalConvWithState, channels-last [1, T, hc, hidden] (channel c * hidden + j, the spec's order), weight
+        [hc * hidden, 1, kernel], no bias, activation SiLU; carried: past_state [1, W, hc, hidden] in, the op's
+        present_state out (the spec's exchanged state: W normed rows, oldest first), else the op's zero padding."""
+        h, TP = self.helper, self.TP
+
+        def build():
+            f = TP.FLOAT
+            ins = [h.make_tensor_value_info("value", f, ["N"]), h.make_tensor_value_info("shape", TP.INT64, [4]),
+                   h.make_tensor_value_info("norm_w", f, [hc, hid]),
+                   h.make_tensor_value_info("conv_w", f, [hc * hid, 1, kernel])]
+            ones = h.make_tensor("ones", f, [hid], [1.0] * hid)
+            conv_in = ["normed", "conv_w"]
+            if carried:
+                ins.append(h.make_tensor_value_info("past", f, [1, "W", hc, hid]))
+                conv_in += ["", "past"]
+            nodes = [
+                # the test's values as they are: a count that is not steps x hc x hidden is Reshape's to refuse
+                h.make_node("Reshape", ["value", "shape"], ["x"], allowzero=1),
+                h.make_node("RMSNormalization", ["x", "ones"], ["n0"], axis=-1, epsilon=1e-5),
+                h.make_node("Mul", ["n0", "norm_w"], ["normed"]),
+                h.make_node("CausalConvWithState", conv_in, ["y", "present"], domain=MS, channels_last=1,
+                            dilation=dilation, activation="silu"),
+            ]
+            outs = [h.make_tensor_value_info("y", f, None), h.make_tensor_value_info("present", f, None)]
+            return h.make_graph(nodes, "engram_short_conv", ins, outs, initializer=[ones])
+
+        return self.session(("conv", hc, hid, kernel, dilation, carried), build, opset=23)
+
+    def conv_run(self, group, value, steps, past=None):
+        """One call: (output [steps * hc * hidden], the op's present_state [1, W, hc, hidden])."""
+        hc, hid, kernel = group["hc"], group["hidden"], group["kernel"]
+        feed = {"value": np.asarray(value, dtype=np.float32), "shape": np.asarray([1, steps, hc, hid], np.int64),
+                "norm_w": floats32(group["convNormWeight"]).reshape(hc, hid),
+                "conv_w": floats32(group["convWeight"]).reshape(hc * hid, 1, kernel)}
+        if past is not None:
+            feed["past"] = past
+        y, present = self.conv_session(hc, hid, kernel, group["dilation"], past is not None).run(None, feed)
+        return y.reshape(-1), present
+
+    def short_conv(self, group, test):
+        y, _ = self.conv_run(group, floats32(test["value"]), test["steps"])
+        return {"output": [hexf(x) for x in y]}
+
+    def short_conv_state(self, group, test):
+        """ShortConvStateTest: one CausalConvWithState call per append, its present_state threaded into the next
+        call's past_state. A rollback restores the state kept at the end of an earlier call and replays the kept
+        values after it through the op (the op returns its state only at a call's end, and its CPU kernel refuses
+        state_window; the ops' doc: a caller that may roll back must preserve the state and replay)."""
+        hc, hid = group["hc"], group["hidden"]
+        C, W = hc * hid, (group["kernel"] - 1) * group["dilation"]
+        if "stateIn" in test:
+            si = floats32(test["stateIn"])
+            if len(si) % C:
+                raise Unsupported(f"stateIn of {len(si)} values: the op takes past_state as [1, rows, {hc}, {hid}]")
+            state = si.reshape(1, -1, hc, hid)
+        else:
+            state = np.zeros((1, W, hc, hid), dtype=np.float32)  # a fresh sequence: W rows of +0
+        kept = [(0, state)]  # (position, the state after it): the call ends
+        values, out = [], []
+        for call in test["calls"]:
+            if call["op"] == "rollback":
+                k = call["k"]
+                replayed_rollback(k, len(values))
+                target = len(values) - k
+                while kept[-1][0] > target:
+                    kept.pop()
+                at, st = kept[-1]
+                if at < target:
+                    _, st = self.conv_run(group, [v for row in values[at:target] for v in row], target - at, st)
+                    kept.append((target, st))
+                del values[target:]
+                continue
+            steps, value = call["steps"], floats32(call["value"])
+            y, st = self.conv_run(group, value, steps, kept[-1][1])
+            out += [hexf(x) for x in y]
+            if len(value) == steps * C:
+                values += [value[t * C:(t + 1) * C] for t in range(steps)]
+            kept.append((len(values), st))
+        return {"output": out, "stateOut": [hexf(x) for x in kept[-1][1].reshape(-1)]}
+
+    # ------------------------------------------------------------------ the FP8 table: GatherBlockQuantized
+
+    def decode(self, raw, d, local):
+        """GatherBlockQuantized (FP8 data: output = float(data) * scale per block) on a table of the given rows:
+        data [rows, d] float8e4m3fn, one scale per 32 elements (block_size 32, quantize_axis 1), gathered on axis 0
+        at the row ids `local`; each row's bf16 bit patterns. The op's scales are floats, not E8M0 bytes (its CPU
+        kernel takes float32 or float16 scales for FP8 data; float16 cannot hold 2^-127): the adapter writes each
+        scale byte s as the float32 2^(s - 127), NaN for 0xFF. Its output is the float32 product; a Cast to
+        bfloat16 (onnxruntime's) gives the bf16 row."""
+        h, TP = self.helper, self.TP
+        n = len(raw)
+        data = h.make_tensor("data", TP.FLOAT8E4M3FN, [n, d], vals=b"".join(c for c, _ in raw), raw=True)
+        sb = np.frombuffer(b"".join(sc for _, sc in raw), dtype=np.uint8).reshape(n, -1)
+        scale = np.where(sb == 0xFF, np.uint32(0x7FC00000),
+                         np.where(sb == 0, np.uint32(0x00400000), sb.astype(np.uint32) << 23)).view(np.float32)
+        scales = h.make_tensor("scales", TP.FLOAT, list(sb.shape), vals=scale.tobytes(), raw=True)
+        nodes = [h.make_node("GatherBlockQuantized", ["data", "ids", "scales"], ["f32"], domain=MS, block_size=32,
+                             quantize_axis=1, gather_axis=0),
+                 h.make_node("Cast", ["f32"], ["b16"], to=TP.BFLOAT16),
+                 # onnxruntime's Python API returns no bfloat16 array: widened back to float32 (exact), whose high
+                 # 16 bits are the bf16 pattern
+                 h.make_node("Cast", ["b16"], ["out"], to=TP.FLOAT)]
+        graph = h.make_graph(nodes, "engram_fp8_rows", [h.make_tensor_value_info("ids", TP.INT64, ["R"])],
+                             [h.make_tensor_value_info("out", TP.FLOAT, None)], initializer=[data, scales])
+        sess = self.session(None, lambda: graph, opset=21)
+        out = sess.run(None, {"ids": np.asarray(local, dtype=np.int64)})[0]
+        return (np.ascontiguousarray(out, dtype=np.float32).view(np.uint32) >> 16).reshape(len(local), d).tolist()
+
+    def lookup(self, type_, group, test):
+        import engram_numpy_port as synthetic  # (only its synthetic-table generator: a test's input bytes)
+        d, raw, local = lookup_table(type_, group, test, synthetic.table_of)
+        return {"rows": ["".join(f"{int(b) & 0xFFFF:04x}" for b in row) for row in self.decode(raw, d, local)]}
+
     # ------------------------------------------------------------------ the protocol
 
     def answer(self, suite, type_, group, test):
@@ -299,6 +428,22 @@ class Ort(Adapter):
             return self.demo_gate(group, test)
         if type_ in ("PackedBatchTest", "DraftTreeTest"):
             return self.packed(group, test, type_)
+        if type_ == "ShortConvTest":
+            return self.short_conv(group, test)
+        if type_ == "ShortConvStateTest":
+            return self.short_conv_state(group, test)
+        if type_ in ("SafetensorsLookupTest", "PackedLookupTest", "SyntheticLookupTest"):
+            return self.lookup(type_, group, test)
+        if type_ in ("E4M3DecodeTest", "ElementDecodeTest"):
+            # the op decodes FP8 only as a gather of table rows: the test's codes go through a table of one row
+            return fp8_decode_by_rows(type_, test, lambda codes, scales: self.decode([(codes, scales)], len(codes),
+                                                                                   [0])[0])
+        if type_ == "E8M0DecodeTest":
+            raise Unsupported("GatherBlockQuantized takes float scales, not E8M0 bytes: the scale's decode is the "
+                              "adapter's (2^(s - 127) as a float32 input), so the op has no E8M0 decode to measure")
+        if type_ == "FloatLookupTest":
+            raise Unsupported("a demo-v1 float32 table: no Engram or FP8 op reads it (a plain Gather would be "
+                              "onnxruntime's generic op, not an Engram one)")
         if type_ == "GateFunctionTest":
             raise Unsupported("EngramGate takes key, query and value, not a dot: the gate function alone has no entry")
         raise Unsupported(f"{type_}: not one of the Engram contrib ops")

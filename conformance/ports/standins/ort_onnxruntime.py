@@ -2,8 +2,11 @@
 SessionOptions, __version__), with none of its code: it evaluates the adapter's graphs node by node with numpy,
 the com.microsoft Engram ops as their schemas document them (a window of max_ngram_size ids, padded before the
 sequence and across segment boundaries; mix = XOR of id * multiplier; a Euclidean modulo per head plus the head
-offset) and EngramGate's gate from the in-tree numpy port's RMSNorm and demo gate function (_ref.py). CI runs the
-adapter on it; the real measurement needs the released wheel."""
+offset), EngramGate's gate from the in-tree numpy port's RMSNorm and demo gate function (_ref.py), CausalConvWithState
+(channels-last, depthwise, dilated, SiLU, past_state / present_state of (kernel - 1) * dilation rows) and
+GatherBlockQuantized on FP8 data (the E4M3 value times the float scale in float32; an index outside [-rows, rows)
+gives zeros) from the same port's E4M3 values and float32 rounding. CI runs the adapter on it; the real
+measurement needs the released wheel."""
 import numpy as np
 import onnx
 from onnx import numpy_helper
@@ -71,6 +74,45 @@ def _gate(key, query, value, n1, n2, eps):
     return out
 
 
+def _conv(x, w, past, dilation):
+    """CausalConvWithState, channels-last x [1, T, *channels], weight [C, 1, K], past [1, W, *channels] or None
+    (zeros): SiLU of the sequential float32 sum of the taps, the last tap on the current step."""
+    ref = __import__("_ref").ref
+    T, C, K = x.shape[1], w.shape[0], w.shape[2]
+    width = (K - 1) * dilation
+    rows = np.zeros((width, C), np.float32) if past is None else past.reshape(past.shape[1], -1)
+    if rows.shape != (width, C):
+        raise ValueError(f"stand-in CausalConvWithState: past_state {past.shape}, expected {width} rows of {C}")
+    seq = np.concatenate([rows, x.reshape(T, C)]).astype(np.float32)
+    out = np.zeros((T, C), np.float32)
+    for t in range(T):
+        for ch in range(C):
+            acc = 0.0
+            for j in range(K):
+                acc = ref.rnd(acc + ref.rnd(float(w[ch, 0, j]) * float(seq[width + t - (K - 1 - j) * dilation, ch]),
+                                            32), 32)
+            out[t, ch] = ref.fusion.silu(acc, 32)
+    return [out.reshape(x.shape), seq[len(seq) - width:].reshape((1, width) + x.shape[2:])]
+
+
+def _gather_fp8(codes, ids, scales):
+    """GatherBlockQuantized, FP8 data [rows, d], float scales [rows, d / 32], gather axis 0, blocks of 32."""
+    E4M3_F32 = __import__("_ref").ref.storage.E4M3_F32
+    n, d = codes.shape
+    out = np.zeros((len(ids), d), np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i, r in enumerate(int(x) for x in ids):
+            if -n <= r < n:
+                out[i] = E4M3_F32[codes[r]] * np.repeat(scales[r], 32)
+    return out
+
+
+def _init(t):
+    if t.data_type == onnx.TensorProto.FLOAT8E4M3FN:
+        return np.frombuffer(t.raw_data, dtype=np.uint8).reshape(tuple(t.dims))  # the codes as bytes
+    return numpy_helper.to_array(t)
+
+
 class InferenceSession:
     def __init__(self, model_bytes, options=None, providers=None):
         self.model = onnx.load_from_string(model_bytes)
@@ -78,7 +120,7 @@ class InferenceSession:
     def run(self, names, feed):
         env = dict(feed)
         for init in self.model.graph.initializer:
-            env[init.name] = numpy_helper.to_array(init)
+            env[init.name] = _init(init)
         for node in self.model.graph.node:
             ins = [env.get(n) if n else None for n in node.input]
             a = _attrs(node)
@@ -86,8 +128,23 @@ class InferenceSession:
                 res = [np.matmul(ins[0], ins[1]).astype(np.float32)]
             elif node.op_type == "Add":
                 res = [(ins[0] + ins[1]).astype(np.float32)]
-            elif node.op_type == "Reshape":
-                res = [ins[0].reshape(ins[1])]
+            elif node.op_type == "Reshape":  # allowzero: a 0 in the shape is a 0
+                res = [ins[0].reshape(tuple(int(v) for v in ins[1]))]
+            elif node.op_type == "Mul":
+                res = [(ins[0] * ins[1]).astype(np.float32)]
+            elif node.op_type == "RMSNormalization":
+                ref = __import__("_ref").ref
+                flat = ins[0].reshape(-1, ins[0].shape[-1])
+                res = [np.asarray([ref.rms_norm([float(v) for v in r], [float(v) for v in ins[1]], a["epsilon"], 32)
+                                   for r in flat], np.float32).reshape(ins[0].shape)]
+            elif node.op_type == "CausalConvWithState":
+                res = _conv(ins[0], ins[1], ins[3] if len(ins) > 3 else None, a.get("dilation", 1))
+            elif node.op_type == "GatherBlockQuantized":
+                res = [_gather_fp8(ins[0], ins[1], ins[2])]
+            elif node.op_type == "Cast":  # float32 -> bfloat16 (its bits, round to nearest even) -> float32
+                ref = __import__("_ref").ref
+                res = [ref.storage.to_bf16(ins[0]) if a["to"] == onnx.TensorProto.BFLOAT16
+                       else ref.storage.bf16_to_f32(ins[0])]
             elif node.op_type == "EngramGate":
                 res = [_gate(ins[0], ins[1], ins[2], ins[3], ins[4], a.get("epsilon", 1e-5))]
             elif node.op_type in ("NGramHashMapping", "VarlenNGramHashMapping"):
