@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""JSON-lines adapter for NVIDIA-NeMo/Automodel's DeepSeek-V4.1 Engram hasher,
-nemo_automodel/components/models/deepseek_v41/engram.py (EngramLayout, DeepseekV41EngramHasher). See README.md.
+"""JSON-lines adapter for NVIDIA-NeMo/Automodel's DeepSeek-V4.1 Engram,
+nemo_automodel/components/models/deepseek_v41/engram.py (EngramLayout, DeepseekV41EngramHasher, and
+DeepseekV41Engram's gate). See README.md.
 
 Run: engram conform --vectors vectors \\
        --exec "env PYTHONPATH=conformance/python python3 conformance/ports/nemo/adapter.py --checkout DIR"
@@ -15,21 +16,60 @@ import torch
 from torch import nn
 
 from engram_adapter.portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, identity_map, load_defs, main, test_ids
+from engram_adapter.torch_gate import layer_gate
 
 PATH = "nemo_automodel/components/models/deepseek_v41/engram.py"
 NAMES = ["_MULTIPLIER_SEED", "_DEAD_TOKEN", "_is_prime", "find_next_prime", "compute_hash_multipliers",
-         "EngramLayout", "DeepseekV41EngramHasher"]
+         "EngramLayout", "DeepseekV41EngramHasher", "DeepseekV41Engram"]
+
+
+class _LocalTable(nn.Module):
+    """Stand-in for the table Qwen3_8_FlashNextEngramTableConfig.build returns (another file of the port, not
+    read) in the one-process case DeepseekV41Engram asks for without a process group: the whole table local."""
+
+    def __init__(self, num_embeddings, embedding_dim, dtype):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(num_embeddings, embedding_dim, dtype=dtype))
+        self.global_row_start, self.process_group = 0, None
+
+    def mark_sharding_contract(self):
+        pass
+
+    def forward(self, ids):
+        return self.weight[ids]
+
+
+class _TableConfig:
+    """Stand-in for Qwen3_8_FlashNextEngramTableConfig (keyword fields, build(process_group, dtype))."""
+
+    def __init__(self, num_embeddings, embedding_dim, initializer_range):
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+
+    def build(self, process_group=None, dtype=torch.bfloat16):
+        return _LocalTable(self.num_embeddings, self.embedding_dim, dtype)
+
+
+class _NoDTensor:
+    """Stand-in for torch.distributed.tensor.DTensor: one process holds no sharded tensor."""
+
+
+# the names engram.py imports from the rest of nemo_automodel, stubbed (README.md): the table above, the wkv as a
+# bias-free linear (nemo_automodel.components.models.common.initialize_linear_module), the dtype of the config
+STUBS = {"dist": torch.distributed, "DTensor": _NoDTensor, "Qwen3_8_FlashNextEngramTableConfig": _TableConfig,
+         "initialize_linear_module": lambda kind, n_in, n_out, bias, dtype: nn.Linear(n_in, n_out, bias=bias,
+                                                                                    dtype=dtype),
+         "get_dtype": lambda value, default: value if isinstance(value, torch.dtype) else default}
 
 
 class Nemo(Adapter):
     name = "NeMo Automodel deepseek_v41/engram.py DeepseekV41EngramHasher"
     version = "checkout"
-    suites = ["multipliers", "layout", "hash_v41"]
+    suites = ["multipliers", "layout", "hash_v41", "gate_v41"]
     profiles = ["v4.1"]
 
     def __init__(self, checkout):
         super().__init__(checkout)
-        ns = {"np": np, "torch": torch, "nn": nn, "dataclass": dataclass}
+        ns = {"np": np, "torch": torch, "nn": nn, "dataclass": dataclass, **STUBS}
         self.ns = load_defs(os.path.join(checkout, PATH), NAMES, ns, future_annotations=True)
         self.layouts = {}
 
@@ -59,7 +99,19 @@ class Nemo(Adapter):
             hasher.set_token_map(table, v)
         return hasher
 
+    def engram(self, dim, hc, eps):
+        """DeepseekV41Engram of one layer with one hash column of 32 (table row 0), built by its own constructor on
+        one process (no process group: the whole table local), bf16 as the model's torch_dtype."""
+        lay = self.ns["EngramLayout"](max_ngram_size=2, layer_ids=(0,), num_embeddings=(1,), primes=(((2,),),),
+                                      n_heads=1, head_dim=32)
+        config = SimpleNamespace(hidden_size=dim, hc_mult=hc, rms_norm_eps=eps, torch_dtype=torch.bfloat16,
+                                 engram_trainable=False)
+        return self.ns["DeepseekV41Engram"](config, 0, lay, SimpleNamespace(linear="torch"))
+
     def answer(self, suite, type_, group, test):
+        if type_ == "V41GateTest":
+            # forward(x, hash_ids, token_mask) with its wkv giving way to the test's kv (torch_gate.layer_gate)
+            return layer_gate(self.engram, group, test)
         if type_ == "MultipliersTest":
             if test["seed"] != 0:
                 raise Unsupported("the port draws multipliers with seed 10007 * layer_id: no seed parameter")
@@ -81,8 +133,15 @@ class Nemo(Adapter):
             mask = torch.tensor([[i != DEAD for i in ids]], dtype=torch.bool)
             pos = torch.arange(len(ids), dtype=torch.int64)[None, :]
             return {"rows": as_int_rows(h(t, pos, mask)[0])}
-        raise Unsupported(f"{type_}: the port's hasher is stateless (training sees the whole sequence; "
-                          "a chunk cannot continue an earlier one)")
+        if type_ == "HashStateTest":
+            raise Unsupported("the port's hasher is stateless (training sees the whole sequence; a chunk cannot "
+                              "continue an earlier one)")
+        if type_ == "GateFunctionTest":
+            raise Unsupported("the gate is one expression inside DeepseekV41Engram.forward, with no entry of its own")
+        if type_ == "WkvTest":
+            raise Unsupported("the wkv is a bf16 linear built by nemo_automodel.components.models.common."
+                              "initialize_linear_module (another file, not read): no fp8 weight, no entry here")
+        raise Unsupported(f"{type_}: no entry in the port's file (README.md)")
 
 
 if __name__ == "__main__":

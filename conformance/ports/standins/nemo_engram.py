@@ -1,9 +1,10 @@
 """Stand-in of NVIDIA-NeMo/Automodel's nemo_automodel/components/models/deepseek_v41/engram.py API as
 conformance/ports/nemo/adapter.py calls it (_MULTIPLIER_SEED, _DEAD_TOKEN, _is_prime, find_next_prime,
-compute_hash_multipliers, EngramLayout, DeepseekV41EngramHasher), with none of its code: layouts, multipliers
-and rows come from the in-tree numpy port (_ref.py), which follows the spec, so an adapter that maps the API
-wrongly (the config namespace, the token map and raw pad, the mask, the positions) fails. CI runs the adapter
-on it; the real measurement needs the port's checkout."""
+compute_hash_multipliers, EngramLayout, DeepseekV41EngramHasher, DeepseekV41Engram), with none of its code:
+layouts, multipliers, rows and the gated streams come from the in-tree numpy port (_ref.py), which follows the
+spec, so an adapter that maps the API wrongly (the config namespace, the token map and raw pad, the mask, the
+positions, the gate's kv, q / k weights and eps) fails. The table and the wkv are the adapter's stubs, as the
+port's constructor builds them. CI runs the adapter on it; the real measurement needs the port's checkout."""
 
 _MULTIPLIER_SEED = 10007
 _DEAD_TOKEN = -1
@@ -94,3 +95,24 @@ class DeepseekV41EngramHasher(nn.Module):
             cols = (self.layout.max_ngram_size - 1) * self.layout.n_heads
             out.append(torch.tensor(rows, dtype=torch.int64).reshape(len(raw), len(self.layout.layer_ids), cols))
         return torch.stack(out)
+
+
+class DeepseekV41Engram(nn.Module):
+    """One layer: x [B, L, hc, dim], hash ids [B, L, cols] -> x + gate * value (the numpy port's v41_stream)."""
+
+    def __init__(self, config, layer_idx, layout, backend, *, engram_process_group=None):
+        super().__init__()
+        self.dim, self.hc_mult, self.eps = int(config.hidden_size), int(config.hc_mult), float(config.rms_norm_eps)
+        dtype = get_dtype(config.torch_dtype, torch.bfloat16)
+        rows = layout.num_embeddings[layout.layer_ids.index(layer_idx)]
+        self.embed = Qwen3_8_FlashNextEngramTableConfig(num_embeddings=rows, embedding_dim=layout.head_dim,
+                                                        initializer_range=1.0).build(
+            process_group=engram_process_group, dtype=dtype)
+        cols = (layout.max_ngram_size - 1) * layout.n_heads
+        self.wkv = initialize_linear_module(backend.linear, cols * layout.head_dim, self.dim * (self.hc_mult + 1),
+                                            bias=False, dtype=dtype)
+        self.q_weight = nn.Parameter(torch.ones(self.hc_mult, self.dim, dtype=dtype))
+        self.k_weight = nn.Parameter(torch.ones(self.hc_mult, self.dim, dtype=dtype))
+
+    def forward(self, x, hash_ids, token_mask=None):
+        return __import__("_ref").engram_forward(self, x, hash_ids, token_mask)

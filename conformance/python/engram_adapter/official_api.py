@@ -46,7 +46,7 @@ from torch import nn
 from .portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, fp8_decode_by_rows, hash_state_test,
                       identity_map, load_defs, lookup_table, PortRefusal, defined_at, replayed_rollback, rows_of_layer,
                       test_ids)
-from .torch_gate import bf16_tensor, gate_inputs, out_bits, read_gates, shaped, stream_gates
+from .torch_gate import Given, bf16_tensor, layer_gate, out_bits, shaped, stream_gates
 
 NAMES = ["find_next_prime", "build_compressed_token_map", "compute_hash_multipliers", "EngramLayout",
          "NgramHashState"]
@@ -165,17 +165,6 @@ class OfficialApiAdapter(Adapter):
         raise Unsupported(f"{type_}: not part of the port's Engram hash code")
 
 
-class Given(nn.Module):
-    """A module that returns the tensor it holds, whatever its input (the table read or the wkv an input replaces)."""
-
-    def __init__(self, value):
-        super().__init__()
-        self.value = value
-
-    def forward(self, _):
-        return self.value
-
-
 def byte_tensor(chunks, shape):
     """A uint8 tensor of `shape` from byte strings, concatenated (an FP8 table's codes or scales)."""
     return torch.tensor(np.frombuffer(b"".join(chunks), dtype=np.uint8).reshape(shape).copy())
@@ -238,21 +227,14 @@ class OfficialModuleAdapter(OfficialApiAdapter):
         return self.mod["Engram"](SimpleNamespace(dim=dim, hc_mult=hc, norm_eps=eps), layout.layer_ids[0], layout)
 
     def gate(self, group, test):
-        x, kv, q, k, eps = gate_inputs(group, test, (1, 1))
-        dim, hc = group["dim"], group["hc"]
-        mask = torch.tensor([[not test["masked"]]], dtype=torch.bool)
         # a layout of one row and one column of 32: the module's table and wkv give way to the test's kv
         layout = SimpleNamespace(layer_ids=(0,), num_embeddings=(1,), max_ngram_size=2, n_heads=1, head_dim=32)
 
-        def run(xs, packed):
+        def make(dim, hc, eps):
             e = self.engram(dim, hc, eps, layout)
-            e.embed, e.wkv = nn.Identity(), Given(packed)
-            e.q_weight, e.k_weight = nn.Parameter(q, requires_grad=False), nn.Parameter(k, requires_grad=False)
-            with self.context():
-                return e(xs, torch.zeros((1, 1, 1), dtype=torch.int64), mask)
-        out = run(x, kv)
-        # Engram.forward returns x + gate * value, never the gate: read off the same forward (torch_gate.read_gates)
-        return {"gate": read_gates(run, x, kv, group, test), "out": out_bits(out)}
+            e.embed = nn.Identity()
+            return e
+        return layer_gate(make, group, test, self.context)
 
     def wkv(self, test):
         e = test["e"]

@@ -1,15 +1,19 @@
 """The v4.1 post-wkv gate (spec/fusion.md) through a torch port that returns only x + gate * value: the test's
 inputs as the port's bf16 tensors, and the gate read back off the port's own output. Shared by the adapters of
-sglang's manual test, sglang's production layer, vLLM's torch reference and the official module
-(conformance/ports/*/adapter.py, engram_adapter.official_api: a forward's gate at every position).
+sglang's manual test, sglang's production layer, vLLM's torch reference, the official module
+(conformance/ports/*/adapter.py, engram_adapter.official_api: a forward's gate at every position) and NeMo
+Automodel's layer (layer_gate: a module's forward with its wkv giving way to the test's kv).
 
 The key and value reach such a port packed in one kv tensor [..., hc * dim + dim], which the port slices: a test
 whose key (or value) has the wrong length is handed to the port as it is, and the port's own code decides
 (a refusal, or a gate computed from the wrong slice: accepted invalid input). x, q and k have their shapes
 [..., hc, dim] and [hc, dim] in the port's API: another length cannot be written there and is unsupported.
 """
+import contextlib
+
 import numpy as np
 import torch
+from torch import nn
 
 from .protocol import Unsupported
 
@@ -72,6 +76,37 @@ def stream_gates(call, xf, key, n_value, hc, dim):
         for t in range(h.shape[0]):
             gates[t][c] = float((o[t, c, at[t]].double() - h[t, c, at[t]].double()) / (2.0 ** scale[t])).hex()
     return [g for row in gates for g in row]
+
+
+class Given(nn.Module):
+    """A module that returns the tensor it holds, whatever its input (the table read or the wkv an input replaces)."""
+
+    def __init__(self, value):
+        super().__init__()
+        self.value = value
+
+    def forward(self, _):
+        return self.value
+
+
+def layer_gate(make, group, test, context=contextlib.nullcontext):
+    """A V41GateTest through one layer's forward(x, hash_ids, token_mask) -> x + gate * value: make(dim, hc, eps)
+    builds the port's layer with one hash column (id 0) whose table read gives way to the wkv's input; its wkv
+    gives way to the test's packed kv and q / k hold the test's weights. The gate is read off further calls
+    (read_gates); context() is what the port's entry point sets around a forward."""
+    x, kv, q, k, eps = gate_inputs(group, test, (1, 1))
+    dim, hc = group["dim"], group["hc"]
+    mask = torch.tensor([[not test["masked"]]], dtype=torch.bool)
+
+    def run(xs, packed):
+        e = make(dim, hc, eps)
+        e.wkv = Given(packed)
+        e.q_weight, e.k_weight = nn.Parameter(q, requires_grad=False), nn.Parameter(k, requires_grad=False)
+        with context():
+            return e(xs, torch.zeros((1, 1, 1), dtype=torch.int64), mask)
+    out = run(x, kv)
+    # forward returns x + gate * value, never the gate: read off the same forward
+    return {"gate": read_gates(run, x, kv, group, test), "out": out_bits(out)}
 
 
 def out_bits(out):
