@@ -17,10 +17,9 @@ import torch
 import torch.nn as nn
 from sympy import isprime
 
-from engram_adapter.portlib import (Adapter, IdentityTable, PortRefusal, Unsupported, as_int_rows, config_of, line_of,
-                                    load_defs, main)
-
-import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a forward test's input table)
+from engram_adapter.demo_torch import Probe, Weights, fill_synthetic_table, floats, hexes
+from engram_adapter.portlib import (Adapter, IdentityTable, Unsupported, as_int_rows, config_of, line_of, load_defs,
+                                    main)
 
 MODULE = "megatron/core/models/engram/engram_module.py"
 MODEL = "megatron/core/models/engram/engram_model.py"
@@ -67,81 +66,6 @@ class GPTModel(nn.Module):
         for layer in self.decoder.layers:
             hidden = layer(hidden)
         return hidden
-
-
-def floats(values, shape=None, name="", at=None):
-    """A hexfloat list (group or test field) as a float32 tensor: of `shape`, or flat. A list of another length
-    is no tensor of that shape, so no call of the port can hold it: the port's API refuses it where it reads that
-    shape (`at`, its file:line)."""
-    a = [float.fromhex(x) if isinstance(x, str) and x not in ("inf", "-inf", "nan") else float(x) for x in values]
-    t = torch.tensor(a, dtype=torch.float32)
-    if shape is None:
-        return t
-    if len(a) != math.prod(shape):
-        if at is None:  # a group's weights: the vectors give every one its shape
-            raise ValueError(f"{name} has {len(a)} values, not {' x '.join(map(str, shape))}")
-        raise PortRefusal(f"{name} has {len(a)} values: the port takes it as a tensor of shape "
-                          f"{' x '.join(map(str, shape))}", at)
-    return t.reshape(shape)
-
-
-def hexes(t):
-    return [float(x).hex() for x in t.reshape(-1).tolist()]
-
-
-class Weights:
-    """A demo-v1 group's parameters (§FUS.10) as tensors."""
-
-    def __init__(self, g):
-        hc, H, K, k = g["hc"], g["hidden"], g["in"], g["kernel"]
-        self.hc, self.hidden, self.inn, self.kernel, self.dilation = hc, H, K, k, g["dilation"]
-        shapes = {"keyWeight": (hc, H, K), "keyBias": (hc, H), "norm1Weight": (hc, H), "norm2Weight": (hc, H),
-                  "valueWeight": (H, K), "valueBias": (H,), "convNormWeight": (hc, H), "convWeight": (hc * H, 1, k)}
-        t = {key: floats(g[key], shape, key) for key, shape in shapes.items()}
-        self.key_w, self.key_b, self.value_w, self.value_b = (t["keyWeight"], t["keyBias"], t["valueWeight"],
-                                                              t["valueBias"])
-        self.norm1, self.norm2, self.conv_norm, self.conv_w = (t["norm1Weight"], t["norm2Weight"], t["convNormWeight"],
-                                                               t["convWeight"])
-
-    def load_slot(self, engram, c):
-        """Slot c's weights into an EngramModule of hc_mult 1 (its key_projs[0], norm1[0], norm2[0], the shared
-        value_proj, and slot c's ShortConv channels and norm)."""
-        H = self.hidden
-        with torch.no_grad():
-            engram.key_projs[0].weight.copy_(self.key_w[c])
-            engram.key_projs[0].bias.copy_(self.key_b[c])
-            engram.norm1[0].weight.copy_(self.norm1[c])
-            engram.norm2[0].weight.copy_(self.norm2[c])
-            engram.value_proj.weight.copy_(self.value_w)
-            engram.value_proj.bias.copy_(self.value_b)
-            engram.short_conv.norms[0].weight.copy_(self.conv_norm[c])
-            engram.short_conv.conv.weight.copy_(self.conv_w[c * H:(c + 1) * H])
-
-
-class Probe:
-    """Hooks on an EngramModule for one forward: the ShortConv's input (value = gates * value_proj(e), [B, S, 1, H])
-    and the module's output; with ones=True value_proj's output is replaced by ones, so that the ShortConv's input is
-    the gate itself (gates * 1.0, exact)."""
-
-    def __init__(self, engram, ones=False):
-        self.value = self.output = None
-        self.handles = [engram.short_conv.register_forward_pre_hook(self.on_conv),
-                        engram.register_forward_hook(self.on_output)]
-        if ones:
-            self.handles.append(engram.value_proj.register_forward_hook(lambda m, i, out: torch.ones_like(out)))
-
-    def on_conv(self, module, inputs):
-        self.value = inputs[0].detach().clone()
-
-    def on_output(self, module, inputs, output):
-        self.output = output.detach().clone()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        for h in self.handles:
-            h.remove()
 
 
 class Megatron(Adapter):
@@ -272,10 +196,8 @@ class Megatron(Adapter):
         engram_module.py:418-423) on the test's value [B = 1, T, hc, H]."""
         w = Weights(group)
         conv = self.ns["ShortConv"](hidden_size=w.hidden, kernel_size=w.kernel, dilation=w.dilation, hc_mult=w.hc)
+        w.load_conv(conv)
         with torch.no_grad():
-            for c in range(w.hc):
-                conv.norms[c].weight.copy_(w.conv_norm[c])
-            conv.conv.weight.copy_(w.conv_w)
             x = floats(test["value"], (1, test["steps"], w.hc, w.hidden), "value",
                        line_of(self.checkout, MODULE, "B, T, G, C = x.shape"))
             out = conv(x)
@@ -306,11 +228,7 @@ class Megatron(Adapter):
                 engram_vocab_size_across_layers=sizes)
             engram = layer.engram
             w.load_slot(engram, c)
-            table = engram.multi_head_embedding.embedding.weight
-            rows, width = table.shape
-            values = SYNTHETIC.float_table_rows(group["tableSeed"], rows, width, np.arange(rows))
-            with torch.no_grad():
-                table.copy_(torch.from_numpy(values.astype(np.float32)))
+            fill_synthetic_table(engram, group["tableSeed"])
             model.decoder.layers = nn.ModuleList([layer])
             x = hidden[:, c, :].reshape(T, 1, H)
             for ones in (False, True):

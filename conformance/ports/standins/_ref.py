@@ -128,3 +128,71 @@ def engram_forward(module, x, hash_ids, token_mask):
                                      module.eps, masked, 32)
             out[0, t, c] = torch.tensor(vals, dtype=torch.float32)
     return out.to(x.dtype)
+
+
+# ------------------------------------------------------------------ the demo-v1 modules' stand-ins (engram_demo_v1.py,
+# Megatron's EngramModule): gates and the ShortConv from the numpy port's float32 demo-v1 fusion (torch, imported late)
+
+def demo_fusion(hc, hidden, inn, kernel, dilation, arrays):
+    """engram_numpy_port.fusion.Demo over the given tensors (the others zero: they play no part)."""
+    from engram_numpy_port import fusion
+    sizes = {"keyWeight": hc * hidden * inn, "keyBias": hc * hidden, "norm1Weight": hc * hidden,
+             "norm2Weight": hc * hidden, "valueWeight": hidden * inn, "valueBias": hidden,
+             "convNormWeight": hc * hidden, "convWeight": hc * hidden * kernel}
+    g = {"hc": hc, "hidden": hidden, "in": inn, "kernel": kernel, "dilation": dilation}
+    for key, n in sizes.items():
+        values = arrays[key].reshape(-1).tolist() if key in arrays else [0.0] * n
+        g[key] = [float(v).hex() for v in values]
+    return fusion.Demo(g)
+
+
+_WEIGHT = []
+
+
+def demo_weight(*shape, bias=False):
+    """A torch module holding a weight (a stand-in's RMSNorm) or a weight and bias (its value projection, whose
+    output is the numpy port's float32 linear: the adapters hook that output)."""
+    if not _WEIGHT:
+        import torch
+        from engram_numpy_port import fusion
+
+        class Weight(torch.nn.Module):
+            def __init__(self, *shape, bias=False):
+                super().__init__()
+                self.weight = torch.nn.Parameter(torch.ones(*shape))
+                self.bias = torch.nn.Parameter(torch.zeros(shape[0])) if bias else None
+
+            def forward(self, x):
+                out, inn = self.weight.shape
+                w, b = self.weight.reshape(-1).tolist(), self.bias.tolist()
+                rows = [fusion.linear(r, w, out, 32, b) for r in x.reshape(-1, inn).tolist()]
+                return torch.tensor(rows, dtype=torch.float32).reshape(*x.shape[:-1], out)
+
+        _WEIGHT.append(Weight)
+    return _WEIGHT[0](*shape, bias=bias)
+
+
+def demo_short_conv(x, norms, conv_weight, kernel, dilation):
+    """x [B, T, hc, H] -> the numpy port's §FUS.7 ShortConv (norm eps 1e-5, SiLU) of the given norm modules and
+    depthwise conv weight, [B, T, hc, H]."""
+    import torch
+    B, T, G, H = x.shape
+    dm = demo_fusion(G, H, 1, kernel, dilation, {"convNormWeight": torch.stack([n.weight for n in norms]),
+                                                 "convWeight": conv_weight})
+    out = [dm.short_conv(x[b].reshape(-1).tolist(), T, 32) for b in range(B)]
+    return torch.tensor(out, dtype=torch.float32).reshape(B, T, G, H)
+
+
+def demo_gates(module, e, hidden):
+    """The numpy port's §FUS.6 gates [B, S, hc] of a module's key_projs / norm1 / norm2 / value_proj for
+    embeddings e [B, S, K] and hidden states [B, S, hc * H] (one per slot)."""
+    import torch
+    B, S, K = e.shape
+    dm = demo_fusion(len(module.key_projs), module.value_proj.weight.shape[0], K, 1, 1,
+                     {"keyWeight": torch.stack([p.weight for p in module.key_projs]),
+                      "keyBias": torch.stack([p.bias for p in module.key_projs]),
+                      "norm1Weight": torch.stack([n.weight for n in module.norm1]),
+                      "norm2Weight": torch.stack([n.weight for n in module.norm2]),
+                      "valueWeight": module.value_proj.weight, "valueBias": module.value_proj.bias})
+    return torch.tensor([[dm.gate_token(e[b, s].tolist(), hidden[b, s].tolist(), 32)[0] for s in range(S)]
+                         for b in range(B)], dtype=torch.float32)

@@ -100,51 +100,16 @@ class MultiHeadEmbedding(nn.Module):
 
 
 class ShortConv(nn.Module):
-    """The port's ShortConv API; it also holds the stand-in's helpers (the adapter loads only the API's names)."""
-
-    class Weight(nn.Module):
-        """A module holding a weight (the stand-in's norms) or a weight and bias (its value projection, whose output
-        the numpy port's float32 linear gives: the adapter hooks that output)."""
-
-        def __init__(self, *shape, bias=False):
-            super().__init__()
-            self.weight = nn.Parameter(torch.ones(*shape))
-            self.bias = nn.Parameter(torch.zeros(shape[0])) if bias else None
-
-        def forward(self, x):
-            fusion = __import__("engram_numpy_port.fusion", fromlist=["linear"])
-            out, inn = self.weight.shape
-            w, b = self.weight.reshape(-1).tolist(), self.bias.tolist()
-            rows = [fusion.linear(r, w, out, 32, b) for r in x.reshape(-1, inn).tolist()]
-            return torch.tensor(rows, dtype=torch.float32).reshape(*x.shape[:-1], out)
-
-    @staticmethod
-    def demo(hc, hidden, inn, kernel, dilation, arrays):
-        """engram_numpy_port.fusion.Demo over the given tensors (the others zero: they play no part)."""
-        fusion = __import__("engram_numpy_port.fusion", fromlist=["Demo"])
-        sizes = {"keyWeight": hc * hidden * inn, "keyBias": hc * hidden, "norm1Weight": hc * hidden,
-                 "norm2Weight": hc * hidden, "valueWeight": hidden * inn, "valueBias": hidden,
-                 "convNormWeight": hc * hidden, "convWeight": hc * hidden * kernel}
-        g = {"hc": hc, "hidden": hidden, "in": inn, "kernel": kernel, "dilation": dilation}
-        for key, n in sizes.items():
-            values = arrays[key].reshape(-1).tolist() if key in arrays else [0.0] * n
-            g[key] = [float(v).hex() for v in values]
-        return fusion.Demo(g)
-
     def __init__(self, hidden_size, kernel_size=4, dilation=1, norm_eps=1e-5, hc_mult=4, activation=True):
         super().__init__()
         self.hidden, self.kernel, self.dilation, self.hc_mult = hidden_size, kernel_size, dilation, hc_mult
         channels = hidden_size * hc_mult
         self.conv = nn.Conv1d(channels, channels, kernel_size, groups=channels, bias=False)
-        self.norms = nn.ModuleList([ShortConv.Weight(hidden_size) for _ in range(hc_mult)])
+        self.norms = nn.ModuleList([__import__("_ref").demo_weight(hidden_size) for _ in range(hc_mult)])
 
     def forward(self, x):
         """x [B, T, hc, H] -> the numpy port's §FUS.7 ShortConv (norm eps 1e-5, SiLU), [B, T, hc, H]."""
-        B, T, G, H = x.shape
-        weights = {"convNormWeight": torch.stack([n.weight for n in self.norms]), "convWeight": self.conv.weight}
-        dm = ShortConv.demo(G, H, 1, self.kernel, self.dilation, weights)
-        out = [dm.short_conv(x[b].reshape(-1).tolist(), T, 32) for b in range(B)]
-        return torch.tensor(out, dtype=torch.float32).reshape(B, T, G, H)
+        return __import__("_ref").demo_short_conv(x, self.norms, self.conv.weight, self.kernel, self.dilation)
 
 
 class EngramModule(nn.Module):
@@ -157,10 +122,11 @@ class EngramModule(nn.Module):
                                                        engram_config.n_head_per_ngram)
         self.short_conv = ShortConv(hidden_size, engram_config.kernel_size, engram_config.max_ngram_size,
                                     hc_mult=engram_config.hc_mult)
-        self.value_proj = ShortConv.Weight(hidden_size, inn, bias=True)
+        weight = __import__("_ref").demo_weight
+        self.value_proj = weight(hidden_size, inn, bias=True)
         self.key_projs = nn.ModuleList([nn.Linear(inn, hidden_size) for _ in range(self.hc_mult)])
-        self.norm1 = nn.ModuleList([ShortConv.Weight(hidden_size) for _ in range(self.hc_mult)])
-        self.norm2 = nn.ModuleList([ShortConv.Weight(hidden_size) for _ in range(self.hc_mult)])
+        self.norm1 = nn.ModuleList([weight(hidden_size) for _ in range(self.hc_mult)])
+        self.norm2 = nn.ModuleList([weight(hidden_size) for _ in range(self.hc_mult)])
         self._cached_embeddings = None
 
     def precompute_embeddings(self, hash_ids, device):
@@ -170,16 +136,8 @@ class EngramModule(nn.Module):
         """hidden_states [S, B, H], one per position, given to every slot -> the slots' mean of value + ShortConv
         (value = gate * value_proj(e): the numpy port's §FUS.6 gates), [S, B, H]."""
         e = self._cached_embeddings  # [B, S, K]
-        B, S, K = e.shape
-        hc, H = self.hc_mult, self.hidden_size
-        dm = ShortConv.demo(hc, H, K, 1, 1, {"keyWeight": torch.stack([p.weight for p in self.key_projs]),
-                                             "keyBias": torch.stack([p.bias for p in self.key_projs]),
-                                             "norm1Weight": torch.stack([n.weight for n in self.norm1]),
-                                             "norm2Weight": torch.stack([n.weight for n in self.norm2]),
-                                             "valueWeight": self.value_proj.weight, "valueBias": self.value_proj.bias})
         hidden = hidden_states.transpose(0, 1)  # [B, S, H]
-        gates = torch.tensor([[dm.gate_token(e[b, s].tolist(), hidden[b, s].tolist() * hc, 32)[0]
-                               for s in range(S)] for b in range(B)], dtype=torch.float32)  # [B, S, hc]
+        gates = __import__("_ref").demo_gates(self, e, hidden.repeat(1, 1, self.hc_mult))  # [B, S, hc]
         value = gates.unsqueeze(-1) * self.value_proj(e).unsqueeze(2)  # [B, S, hc, H]
         out = (value + self.short_conv(value)).mean(dim=2)
         self._cached_embeddings = None
