@@ -10,13 +10,13 @@ import torch
 
 import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a forward test's input table)
 
-from .portlib import PortRefusal
+from .portlib import Unsupported
 
 
 def floats(values, shape=None, name="", at=None):
     """A hexfloat list (group or test field) as a float32 tensor: of `shape`, or flat. A list of another length
-    is no tensor of that shape, so no call of the port can hold it: the port's API refuses it where it reads that
-    shape (`at`, its file:line)."""
+    is no tensor of that shape, so no call of the port can hold it: unsupported (the port never sees the input, so
+    its refusal is not measured; `at` names the port's line that reads the shape)."""
     a = [float.fromhex(x) if isinstance(x, str) and x not in ("inf", "-inf", "nan") else float(x) for x in values]
     t = torch.tensor(a, dtype=torch.float32)
     if shape is None:
@@ -24,8 +24,8 @@ def floats(values, shape=None, name="", at=None):
     if len(a) != math.prod(shape):
         if at is None:  # a group's weights: the vectors give every one its shape
             raise ValueError(f"{name} has {len(a)} values, not {' x '.join(map(str, shape))}")
-        raise PortRefusal(f"{name} has {len(a)} values: the port takes it as a tensor of shape "
-                          f"{' x '.join(map(str, shape))}", at)
+        raise Unsupported(f"{name} has {len(a)} values: the port takes it as a tensor of shape "
+                          f"{' x '.join(map(str, shape))} ({at})")
     return t.reshape(shape)
 
 
