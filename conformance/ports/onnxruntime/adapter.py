@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """JSON-lines adapter for onnxruntime's Engram contrib ops on the CPU (com.microsoft NGramHashMapping,
-VarlenNGramHashMapping, EngramGate) and the contrib ops that carry the rest of an Engram layer (CausalConvWithState
-for the ShortConv, GatherBlockQuantized for the FP8 table), as a released wheel ships them. See README.md beside
-this file.
+VarlenNGramHashMapping, EngramGate) and the contrib ops that carry the rest of an Engram layer (CausalConvWithState /
+VarlenCausalConvWithState for the ShortConv, GatherBlockQuantized for the FP8 table), as a released wheel ships them.
+Two ports: Ort here, the fixed-shape ops; OrtVarlen, the packed (varlen) ops, run by
+conformance/ports/onnxruntime-varlen/adapter.py. See README.md beside this file.
 
 The checkout is the unpacked wheel (scripts/ports_restore.py restores it from the pinned wheel): the adapter
 imports that onnxruntime, builds small ONNX graphs with the onnx package and runs them on the
@@ -32,10 +33,11 @@ def floats32(values):
 
 
 class Ort(Adapter):
-    name = ("onnxruntime contrib ops NGramHashMapping / VarlenNGramHashMapping / EngramGate / CausalConvWithState / "
-            "GatherBlockQuantized (CPU)")
-    suites = ["hash_demo", "hash_v41", "gate_demo", "short_conv_demo", "table_lookup", "fp8_decode", "serving_v41"]
+    """The fixed-shape ops: NGramHashMapping, EngramGate, CausalConvWithState, GatherBlockQuantized."""
+    name = "onnxruntime contrib ops NGramHashMapping / EngramGate / CausalConvWithState / GatherBlockQuantized (CPU)"
+    suites = ["hash_demo", "hash_v41", "hash_state", "gate_demo", "short_conv_demo", "table_lookup", "fp8_decode"]
     profiles = ["demo-v1", "v4.1"]
+    varlen = False  # OrtVarlen: the hash and the ShortConv through the packed ops
 
     def __init__(self, checkout):
         super().__init__(checkout)
@@ -71,9 +73,10 @@ class Ort(Adapter):
             self.sessions[key] = sess
         return self.sessions[key]
 
-    def hash_session(self, m, heads, pad, varlen):
-        """One NGramHashMapping node (or VarlenNGramHashMapping with its state inputs) for one layer: the layer's
-        multipliers, primes (vocab_sizes) and offsets (head_offsets) are inputs, so one session serves every layer."""
+    def hash_session(self, m, heads, pad, varlen, carried=False):
+        """One NGramHashMapping node (carried: with past_ids; or VarlenNGramHashMapping with its state inputs) for
+        one layer: the layer's multipliers, primes (vocab_sizes) and offsets (head_offsets) are inputs, so one
+        session serves every layer."""
         h, TP = self.helper, self.TP
         cols = (m - 1) * heads
 
@@ -98,12 +101,14 @@ class Ort(Adapter):
             else:
                 ins += [h.make_tensor_value_info("head_offsets", TP.INT64, [cols]),
                         h.make_tensor_value_info("segment_ids", TP.INT32, [1, "T"])]
+                if carried:
+                    ins.append(h.make_tensor_value_info("past_ids", TP.INT64, [1, m - 1]))
                 node = h.make_node("NGramHashMapping",
-                                   ["input_ids", "multipliers", "vocab_sizes", "", "head_offsets", "", "segment_ids"],
-                                   ["hash_ids", "present_ids"], domain=MS, **attrs)
+                                   ["input_ids", "multipliers", "vocab_sizes", "past_ids" if carried else "",
+                                    "head_offsets", "", "segment_ids"], ["hash_ids", "present_ids"], domain=MS, **attrs)
             return h.make_graph([node], "engram_hash", ins, outs)
 
-        return self.session(("hash", m, heads, pad, varlen), build)
+        return self.session(("hash", m, heads, pad, varlen, carried), build)
 
     # ------------------------------------------------------------------ hash
 
@@ -125,15 +130,73 @@ class Ort(Adapter):
                 np.asarray([p for order in layer["primes"] for p in order], dtype=np.int64),
                 np.asarray(layer["offsets"], dtype=np.int64))
 
-    def hash_chunk(self, group, ids, past=None):
-        """Row ids [T][layer][col] for one chunk; past: (past_ids, past_segment_ids, last was DEAD) or None for a
-        sequence start. Returns (rows, the state after the chunk)."""
-        v41 = group["profile"] == "v4.1"
-        layers, pad = group["layers"], group["compressedPad"]
+    @staticmethod
+    def geometry(group):
+        layers = group["layers"]
         m = len(layers[0]["multipliers"])
         heads = len(layers[0]["primes"][0]) if layers[0]["primes"] else 0
         if m < 2 or heads < 1:
             raise Unsupported(f"max n-gram {m}, {heads} heads: the ops need max_ngram_size >= 2 and a head")
+        return m, heads
+
+    def hash_chunk(self, group, ids, past=None):
+        """Row ids [T][layer][col] for one chunk of a sequence and the state after it; past: the state after the
+        previous chunk (None: the sequence's start)."""
+        return (self.hash_chunk_varlen if self.varlen else self.hash_chunk_fixed)(group, ids, past)
+
+    def chunk_state(self, group, ids):
+        """The state after `ids` (a sequence's ids so far) in the form hash_chunk threads, rebuilt from the caller's
+        own ids: the op returns its state only at a call's end."""
+        m, pad = len(group["layers"][0]["multipliers"]), group["compressedPad"]
+        v41 = group["profile"] == "v4.1"
+        tail = ids[-(m - 1):]
+        past = [pad] * (m - 1 - len(tail)) + [pad if (v41 and i == DEAD) else i for i in tail]
+        if not self.varlen:
+            return np.asarray([past], dtype=np.int64), [False] * (m - 1 - len(tail)) + [v41 and i == DEAD for i in tail]
+        segs, last_dead = Ort.segments(ids) if v41 else ([0] * len(ids), False)
+        seg_tail = segs[-(m - 1):]
+        past_seg = [seg_tail[0] if seg_tail else 0] * (m - 1 - len(seg_tail)) + seg_tail
+        return (np.asarray([past], dtype=np.int64), np.asarray([past_seg], dtype=np.int32), last_dead)
+
+    def hash_chunk_fixed(self, group, ids, past):
+        """NGramHashMapping with past_ids: past = (the op's present_ids [1, M - 1], which of those slots the caller
+        fed DEAD as the pad). The op applies segment boundaries only within its chunk (its doc: not inferred from
+        past_ids), so a boundary it cannot see is written into past_ids as the pad: every slot at or before a DEAD
+        in the history, and the whole history when the chunk opens with a DEAD (a segment of its own): the slots
+        §HASH.2 blocks read the pad."""
+        v41 = group["profile"] == "v4.1"
+        layers, pad = group["layers"], group["compressedPad"]
+        m, heads = self.geometry(group)
+        w = m - 1
+        if past is None:
+            past = (np.full((1, w), pad, dtype=np.int64), [False] * w)
+        if not ids:
+            return [], past
+        present, dead = past
+        past_ids = np.array(present, dtype=np.int64)
+        if v41 and ids[0] == DEAD:
+            past_ids[:] = pad
+        elif any(dead):
+            past_ids[0, :max(j for j, d in enumerate(dead) if d) + 1] = pad
+        feed = np.asarray([[pad if (v41 and i == DEAD) else i for i in ids]], dtype=np.int64)
+        segs = np.asarray([self.segments(ids)[0] if v41 else [0] * len(ids)], dtype=np.int32)
+        sess = self.hash_session(m, heads, pad, False, carried=True)
+        rows = [[None] * len(layers) for _ in ids]
+        for li, layer in enumerate(layers):
+            mult, primes, offsets = self.layer_inputs(layer)
+            out = sess.run(None, {"input_ids": feed, "multipliers": mult, "vocab_sizes": primes,
+                                  "head_offsets": offsets, "segment_ids": segs, "past_ids": past_ids})
+            for t in range(len(ids)):
+                rows[t][li] = [int(x) for x in out[0][0, t]]
+            present = out[1]
+        return rows, (present, (list(dead) + [v41 and i == DEAD for i in ids])[-w:])
+
+    def hash_chunk_varlen(self, group, ids, past):
+        """VarlenNGramHashMapping, one request: past = (past_ids, past_segment_ids, last was DEAD), the op's
+        present_ids / present_segment_ids threaded."""
+        v41 = group["profile"] == "v4.1"
+        layers, pad = group["layers"], group["compressedPad"]
+        m, heads = self.geometry(group)
         feed_ids = [pad if (v41 and i == DEAD) else i for i in ids]
         if past is None:
             past = (np.full((1, m - 1), pad, dtype=np.int64), np.zeros((1, m - 1), dtype=np.int32), False)
@@ -160,13 +223,13 @@ class Ort(Adapter):
         return rows, state
 
     def hash_test(self, group, ids):
-        """A whole sequence through NGramHashMapping (no past: the op pads before the start)."""
+        """A whole sequence through NGramHashMapping (no past: the op pads before the start); OrtVarlen: one
+        VarlenNGramHashMapping call of one request (cumulative_sequence_length [0, T], past_ids all pad)."""
+        if self.varlen:
+            return self.hash_chunk_varlen(group, ids, None)[0]
         v41 = group["profile"] == "v4.1"
         layers, pad = group["layers"], group["compressedPad"]
-        m = len(layers[0]["multipliers"])
-        heads = len(layers[0]["primes"][0]) if layers[0]["primes"] else 0
-        if m < 2 or heads < 1:
-            raise Unsupported(f"max n-gram {m}, {heads} heads: the ops need max_ngram_size >= 2 and a head")
+        m, heads = self.geometry(group)
         if not ids:
             return []
         feed = np.asarray([[pad if (v41 and i == DEAD) else i for i in ids]], dtype=np.int64)
@@ -181,6 +244,34 @@ class Ort(Adapter):
                 rows[t][li] = [int(x) for x in out[0][0, t]]
         return rows
 
+    # ------------------------------------------------------------------ hash_state: a history handed over
+
+    def handoff(self, group, test):
+        """HashHandoffTest: an imported history is the op's past_ids (its ids right-aligned and pad-filled, DEAD as
+        hash_chunk carries it), then one call on the segment's ids. The op takes no position, no layout fingerprint
+        and no V, so it imports any history: historyOut's position is the caller's count, and its ids the caller's
+        record of the history and the ids consumed (the op's present_ids hold DEAD as the pad)."""
+        w = len(group["layers"][0]["multipliers"]) - 1
+        self.geometry(group)
+
+        def segment(seg, ids):
+            hist = list(seg["historyIn"]["history"])
+            chunk = list(ids[seg["from"]:seg["to"]])
+            rows, _ = self.hash_chunk(group, chunk, self.chunk_state(group, hist))
+            position = seg["historyIn"]["position"] + len(chunk)
+            record = hist + chunk
+            keep = min(max(position, 0), w)
+            return dict(seg, rows=rows, historyOut={"position": position, "history": record[len(record) - keep:]})
+
+        if "historyIn" in test:  # an import alone: the op takes the history as past_ids and the ids after it
+            past = self.chunk_state(group, list(test["historyIn"]["history"]))
+            self.hash_chunk(group, list(test.get("ids", [])), past)
+            return {"imported": True}
+        if "segments" in test:
+            return {"segments": [segment(seg, test["ids"]) for seg in test["segments"]]}
+        return {"microBatches": [[segment(seg, test["sequences"][seg["sequence"]]) for seg in mb]
+                                 for mb in test["microBatches"]]}
+
     # ------------------------------------------------------------------ serving: one VarlenNGramHashMapping call
 
     def packed(self, group, test, type_):
@@ -191,10 +282,7 @@ class Ort(Adapter):
             raise Unsupported("tree drafts: VarlenNGramHashMapping takes no parent indices; a token's window is the "
                               "tokens before it in its request")
         layers, pad = group["layers"], group["compressedPad"]
-        m = len(layers[0]["multipliers"])
-        heads = len(layers[0]["primes"][0]) if layers[0]["primes"] else 0
-        if m < 2 or heads < 1:
-            raise Unsupported(f"max n-gram {m}, {heads} heads: the ops need max_ngram_size >= 2 and a head")
+        m, heads = self.geometry(group)
         w = m - 1
         if boundary_problem(test):  # the op checks its boundaries itself: the call goes as the test writes it
             feed = [pad if i == DEAD else i for i in test["ids"]]
@@ -334,6 +422,8 @@ class Ort(Adapter):
 
     def conv_run(self, group, value, steps, past=None):
         """One call: (output [steps * hc * hidden], the op's present_state [1, W, hc, hidden])."""
+        if self.varlen:
+            return self.conv_run_varlen(group, value, steps, past)
         hc, hid, kernel = group["hc"], group["hidden"], group["kernel"]
         feed = {"value": np.asarray(value, dtype=np.float32), "shape": np.asarray([1, steps, hc, hid], np.int64),
                 "norm_w": floats32(group["convNormWeight"]).reshape(hc, hid),
@@ -342,6 +432,54 @@ class Ort(Adapter):
             feed["past"] = past
         y, present = self.conv_session(hc, hid, kernel, group["dilation"], past is not None).run(None, feed)
         return y.reshape(-1), present
+
+    def conv_session_varlen(self, hc, hid, kernel, dilation):
+        """As conv_session, through VarlenCausalConvWithState: the normed values token-major [T, hc * hidden], one
+        sequence (cumulative_sequence_length [0, T]), initial_state / final_state [1, hc * hidden, W] (channels
+        first, the op's layout), activation SiLU, no bias."""
+        h, TP = self.helper, self.TP
+
+        def build():
+            f = TP.FLOAT
+            ins = [h.make_tensor_value_info("value", f, ["N"]), h.make_tensor_value_info("shape", TP.INT64, [3]),
+                   h.make_tensor_value_info("norm_w", f, [hc, hid]),
+                   h.make_tensor_value_info("conv_w", f, [hc * hid, 1, kernel]),
+                   h.make_tensor_value_info("cu", TP.INT32, ["B1"]),
+                   h.make_tensor_value_info("initial_state", f, ["B", hc * hid, "W"])]
+            ones = h.make_tensor("ones", f, [hid], [1.0] * hid)
+            flat = h.make_tensor("flat", TP.INT64, [2], [-1, hc * hid])
+            nodes = [
+                # the test's values as they are: a count that is not steps x hc x hidden is Reshape's to refuse
+                h.make_node("Reshape", ["value", "shape"], ["x"], allowzero=1),
+                h.make_node("RMSNormalization", ["x", "ones"], ["n0"], axis=-1, epsilon=1e-5),
+                h.make_node("Mul", ["n0", "norm_w"], ["n1"]),
+                h.make_node("Reshape", ["n1", "flat"], ["normed"]),
+                h.make_node("VarlenCausalConvWithState", ["normed", "conv_w", "cu", "", "initial_state"],
+                            ["y", "final_state"], domain=MS, dilation=dilation, activation="silu"),
+            ]
+            outs = [h.make_tensor_value_info("y", f, None), h.make_tensor_value_info("final_state", f, None)]
+            return h.make_graph(nodes, "engram_short_conv_varlen", ins, outs, initializer=[ones, flat])
+
+        return self.session(("conv_varlen", hc, hid, kernel, dilation), build, opset=23)
+
+    def conv_run_varlen(self, group, value, steps, past):
+        """conv_run through VarlenCausalConvWithState: the state in the exchanged form [1, W, hc, hidden] (W rows,
+        oldest first; None: a fresh sequence, W rows of +0) goes to the op transposed to [1, hc * hidden, W] and
+        comes back the same way. A call with no token and no value is not made (the op's schema: every sequence
+        contributes at least one token), and leaves the state as it was."""
+        hc, hid, kernel = group["hc"], group["hidden"], group["kernel"]
+        C, W = hc * hid, (kernel - 1) * group["dilation"]
+        if past is None:
+            past = np.zeros((1, W, hc, hid), dtype=np.float32)
+        if steps == 0 and len(value) == 0:
+            return np.zeros(0, dtype=np.float32), past
+        feed = {"value": np.asarray(value, dtype=np.float32), "shape": np.asarray([steps, hc, hid], np.int64),
+                "norm_w": floats32(group["convNormWeight"]).reshape(hc, hid),
+                "conv_w": floats32(group["convWeight"]).reshape(C, 1, kernel),
+                "cu": np.asarray([0, steps], dtype=np.int32),
+                "initial_state": np.ascontiguousarray(past.reshape(past.shape[1], C).T[None])}
+        y, final = self.conv_session_varlen(hc, hid, kernel, group["dilation"]).run(None, feed)
+        return y.reshape(-1), np.ascontiguousarray(final[0].T).reshape(1, -1, hc, hid)
 
     def short_conv(self, group, test):
         y, _ = self.conv_run(group, floats32(test["value"]), test["steps"])
@@ -424,9 +562,13 @@ class Ort(Adapter):
             return {"rows": self.hash_test(group, list(test["ids"]))}
         if type_ == "HashStateTest":
             return hash_state_test(group, test, lambda capacity: Session(self, group))
+        if type_ == "HashHandoffTest":
+            return self.handoff(group, test)
         if type_ == "DemoGateTest":
             return self.demo_gate(group, test)
         if type_ in ("PackedBatchTest", "DraftTreeTest"):
+            if not self.varlen:
+                raise Unsupported("a packed batch: VarlenNGramHashMapping's, measured as the onnxruntime-varlen port")
             return self.packed(group, test, type_)
         if type_ == "ShortConvTest":
             return self.short_conv(group, test)
@@ -449,10 +591,24 @@ class Ort(Adapter):
         raise Unsupported(f"{type_}: not one of the Engram contrib ops")
 
 
+class OrtVarlen(Ort):
+    """The packed (varlen) ops: VarlenNGramHashMapping (HashTest as one request, HashStateTest threading its state,
+    PackedBatchTest) and VarlenCausalConvWithState (ShortConvTest, ShortConvStateTest: one sequence per call)."""
+    name = "onnxruntime contrib ops VarlenNGramHashMapping / VarlenCausalConvWithState (CPU, packed batches)"
+    suites = ["hash_demo", "hash_v41", "hash_state", "short_conv_demo", "serving_v41"]
+    varlen = True
+
+    def answer(self, suite, type_, group, test):
+        if suite not in self.suites:
+            raise Unsupported(f"{suite}: the fixed-shape ops' (the onnxruntime port)")
+        return super().answer(suite, type_, group, test)
+
+
 class Session:
-    """A sequence through VarlenNGramHashMapping (batch of one): the op's present_ids / present_segment_ids are
-    the state threaded into the next call's past_ids / past_segment_ids. A rollback restores the state the
-    caller kept for that position (the op's doc: a caller that may roll back must preserve past_ids)."""
+    """A sequence through NGramHashMapping (OrtVarlen: VarlenNGramHashMapping, a batch of one): the op's
+    present_ids (and present_segment_ids) are the state threaded into the next call's past_ids (past_segment_ids).
+    A rollback restores the state the caller kept for that position (the ops' doc: a caller that may roll back
+    must preserve past_ids)."""
 
     def __init__(self, adapter, group):
         self.adapter, self.group = adapter, group
@@ -477,19 +633,9 @@ class Session:
         del self.states[target + 1:]
         if self.states[target] is None and target != 0:
             # inside a chunk the op returned no state: the caller's own ids give it (the last max_ngram - 1 ids,
-            # DEAD as the pad, and the segment ids the adapter numbered them with), as a caller that rolls back
-            # must keep past_ids (the op's doc)
-            self.states[target] = self.state_of(self.ids)
-
-    def state_of(self, ids):
-        m, pad = self.m, self.group["compressedPad"]
-        v41 = self.group["profile"] == "v4.1"
-        segs, last_dead = Ort.segments(ids) if v41 else ([0] * len(ids), False)
-        tail = ids[-(m - 1):]
-        seg_tail = segs[-(m - 1):]
-        past = [pad] * (m - 1 - len(tail)) + [pad if (v41 and i == DEAD) else i for i in tail]
-        past_seg = [seg_tail[0] if seg_tail else 0] * (m - 1 - len(seg_tail)) + seg_tail
-        return (np.asarray([past], dtype=np.int64), np.asarray([past_seg], dtype=np.int32), last_dead)
+            # DEAD as the pad, and where the DEADs were or the segment ids the adapter numbered them with), as a
+            # caller that rolls back must keep past_ids (the ops' doc)
+            self.states[target] = self.adapter.chunk_state(self.group, self.ids)
 
     def history(self):
         h = min(self.position, self.m - 1)

@@ -3,7 +3,8 @@ SessionOptions, __version__), with none of its code: it evaluates the adapter's 
 the com.microsoft Engram ops as their schemas document them (a window of max_ngram_size ids, padded before the
 sequence and across segment boundaries; mix = XOR of id * multiplier; a Euclidean modulo per head plus the head
 offset), EngramGate's gate from the in-tree numpy port's RMSNorm and demo gate function (_ref.py), CausalConvWithState
-(channels-last, depthwise, dilated, SiLU, past_state / present_state of (kernel - 1) * dilation rows) and
+(channels-last, depthwise, dilated, SiLU, past_state / present_state of (kernel - 1) * dilation rows),
+VarlenCausalConvWithState (the same per request of a token-major batch, its state [batch, channels, rows]) and
 GatherBlockQuantized on FP8 data (the E4M3 value times the float scale in float32; an index outside [-rows, rows)
 gives zeros) from the same port's E4M3 values and float32 rounding. CI runs the adapter on it; the real
 measurement needs the released wheel."""
@@ -95,6 +96,20 @@ def _conv(x, w, past, dilation):
     return [out.reshape(x.shape), seq[len(seq) - width:].reshape((1, width) + x.shape[2:])]
 
 
+def _varlen_conv(x, w, cu, state, dilation):
+    """VarlenCausalConvWithState: x [T, C], initial_state [B, C, W]; each request as _conv on its own tokens (its
+    schema: every request has a token, the boundaries start at 0 and end at T)."""
+    cu = [int(v) for v in cu]
+    if cu[0] != 0 or cu[-1] != len(x) or any(cu[b + 1] <= cu[b] for b in range(len(cu) - 1)):
+        raise ValueError(f"stand-in VarlenCausalConvWithState: boundaries {cu} for {len(x)} tokens")
+    ys, finals = [], []
+    for b in range(len(cu) - 1):
+        y, fin = _conv(x[None, cu[b]:cu[b + 1]], w, state[b].T[None], dilation)
+        ys.append(y[0])
+        finals.append(fin[0].T)
+    return [np.concatenate(ys), np.stack(finals)]
+
+
 def _gather_fp8(codes, ids, scales):
     """GatherBlockQuantized, FP8 data [rows, d], float scales [rows, d / 32], gather axis 0, blocks of 32."""
     E4M3_F32 = __import__("_ref").ref.storage.E4M3_F32
@@ -137,6 +152,8 @@ class InferenceSession:
                 flat = ins[0].reshape(-1, ins[0].shape[-1])
                 res = [np.asarray([ref.rms_norm([float(v) for v in r], [float(v) for v in ins[1]], a["epsilon"], 32)
                                    for r in flat], np.float32).reshape(ins[0].shape)]
+            elif node.op_type == "VarlenCausalConvWithState":
+                res = _varlen_conv(ins[0], ins[1], ins[2], ins[4], a.get("dilation", 1))
             elif node.op_type == "CausalConvWithState":
                 res = _conv(ins[0], ins[1], ins[3] if len(ins) > 3 else None, a.get("dilation", 1))
             elif node.op_type == "GatherBlockQuantized":
@@ -150,8 +167,10 @@ class InferenceSession:
             elif node.op_type in ("NGramHashMapping", "VarlenNGramHashMapping"):
                 m, heads, pad = a["max_ngram_size"], a["n_head_per_ngram"], a["pad_id"]
                 if node.op_type == "NGramHashMapping":
-                    ids, mult, primes, _, offsets, _, segs = ins
-                    rows, p_ids, _ = _hash(ids[0], mult, primes, offsets, segs[0], [pad] * (m - 1), [0] * (m - 1),
+                    ids, mult, primes, past, offsets, _, segs = ins
+                    # past_ids (pad where omitted); its doc: segment boundaries are not checked against past_ids
+                    rows, p_ids, _ = _hash(ids[0], mult, primes, offsets, segs[0],
+                                           [pad] * (m - 1) if past is None else past[0], [segs[0][0]] * (m - 1),
                                            pad, m, heads)
                     res = [rows[None], p_ids[None]]
                 else:
