@@ -16,9 +16,8 @@ import torch
 import torch.nn as nn
 from sympy import isprime
 
-from engram_adapter.demo_torch import Probe, Weights, fill_synthetic_table, floats, hexes
-from engram_adapter.portlib import (Adapter, IdentityTable, Unsupported, as_int_rows, config_of, line_of, load_defs,
-                                    main)
+from engram_adapter.demo_torch import DemoAnswers, Probe, Weights, fill_synthetic_table, floats, hexes
+from engram_adapter.portlib import Adapter, IdentityTable, Unsupported, config_of, line_of, load_defs, main
 
 PATH = "engram_demo_v1.py"
 NAMES = ["EngramConfig", "BackBoneConfig", "CompressedTokenizer", "ShortConv", "find_next_prime", "NgramHashMapping",
@@ -26,11 +25,19 @@ NAMES = ["EngramConfig", "BackBoneConfig", "CompressedTokenizer", "ShortConv", "
 
 
 
-class Demo(Adapter):
+class Demo(DemoAnswers, Adapter):
     name = "deepseek-ai/Engram engram_demo_v1.py"
     version = "checkout"
     suites = ["multipliers", "layout", "hash_demo", "gate_demo", "short_conv_demo", "engram_forward"]
     profiles = ["demo-v1"]
+    source, who = PATH, "the demo"
+    unsupported = {
+        "GateFunctionTest": "the gate function alone has no entry: Engram.forward computes it inline from key and "
+                            "query (engram_demo_v1.py:408-410)",
+        "ShortConvStateTest": "ShortConv keeps no state across calls: it convolves each forward's whole sequence "
+                              "(engram_demo_v1.py:156-179)",
+        "BoundedIntegersTest": "no entry draws a bounded integer alone: NgramHashMapping.__init__ calls numpy's "
+                               "Generator.integers itself (engram_demo_v1.py:223-228)"}
 
     def __init__(self, checkout):
         super().__init__(checkout)
@@ -69,62 +76,14 @@ class Demo(Adapter):
                 layer_ids=layer_ids, tokenizer_name_or_path=None, pad_id=pad, seed=seed)
         return self.mappings[key]
 
-    def offsets(self, mapping, layer):
-        # the row ids the demo looks up are residue + MultiHeadEmbedding.offsets; D = 0 builds the offsets
-        # without allocating the table (its width plays no part in the ids)
-        list_of_n = [x for y in mapping.vocab_size_across_layers[layer] for x in y]
-        emb = self.ns["MultiHeadEmbedding"](list_of_N=list_of_n, D=0)
-        return emb.offsets, sum(list_of_n)
+    def hash_mapping(self, cfg, v, pad):
+        return self.mapping(cfg, v, pad)
+
+    def hash_input(self, ids):
+        return np.array([ids], dtype=np.int64)
 
     def answer(self, suite, type_, group, test):
-        if type_ == "MultipliersTest":
-            m = test["maxNgram"]
-            cfg = {"engram_vocab_size": [2] * max(m - 1, 0), "n_embed_per_ngram": 1, "n_head_per_ngram": 1,
-                   "layer_ids": [test["layerId"]], "max_ngram_size": m, "seed": test["seed"]}
-            mp = self.mapping(cfg, test["compressedVocabSize"], 0)
-            return {"multipliers": as_int_rows(mp.layer_multipliers[test["layerId"]])}
-        if type_ == "LayoutTest":
-            if test["profile"] != "demo-v1":
-                raise Unsupported("v4.1 layouts: the demo implements demo-v1 only")
-            cfg = config_of(test)
-            mp = self.mapping(cfg, test["compressedVocabSize"], test["compressedPad"])
-            layers = []
-            for layer in mp.layer_ids:
-                offsets, rows = self.offsets(mp, layer)
-                layers.append({"layerId": layer, "multipliers": as_int_rows(mp.layer_multipliers[layer]),
-                               "primes": as_int_rows(mp.vocab_size_across_layers[layer]),
-                               "offsets": as_int_rows(offsets), "numEmbeddings": int(rows)})
-            return {"layers": layers}
-        if type_ == "HashTest":
-            cfg = config_of(group)
-            mp = self.mapping(cfg, group["compressedVocabSize"], group["compressedPad"])
-            ids = test["ids"]
-            if not ids:
-                return {"rows": []}
-            by_layer = mp.hash(np.array([ids], dtype=np.int64))
-            per_layer = []
-            for layer in mp.layer_ids:
-                offsets, _ = self.offsets(mp, layer)
-                per_layer.append(torch.from_numpy(by_layer[layer][0]) + offsets)  # [T, C]
-            return {"rows": as_int_rows(torch.stack(per_layer, dim=1))}
-        if type_ == "DemoGateTest":
-            return self.gate(group, test)
-        if type_ == "ShortConvTest":
-            return self.short_conv(group, test)
-        if type_ == "EngramForwardTest":
-            if group["profile"] != "demo-v1":
-                raise Unsupported("v4.1: the demo implements demo-v1 only")
-            return self.forward(group, test)
-        if type_ == "GateFunctionTest":
-            raise Unsupported("the gate function alone has no entry: Engram.forward computes it inline from key and "
-                              "query (engram_demo_v1.py:408-410)")
-        if type_ == "ShortConvStateTest":
-            raise Unsupported("ShortConv keeps no state across calls: it convolves each forward's whole sequence "
-                              "(engram_demo_v1.py:156-179)")
-        if type_ == "BoundedIntegersTest":
-            raise Unsupported("no entry draws a bounded integer alone: NgramHashMapping.__init__ calls numpy's "
-                              "Generator.integers itself (engram_demo_v1.py:223-228)")
-        raise Unsupported(f"{type_}: the demo hashes whole sequences (no per-sequence state)")
+        return self.demo_answer(type_, group, test)
 
     # ------------------------------------------------------------------ gate, ShortConv, forward
 
@@ -160,18 +119,6 @@ class Demo(Adapter):
                 engram(hidden_states=hidden, input_ids=np.zeros((1, 1), dtype=np.int64))
             out[ones] = p.value[0, 0]  # [hc, H]
         return {"gate": hexes(out[True][:, 0]), "value": hexes(out[False])}
-
-    def short_conv(self, group, test):
-        """ShortConvTest: the demo's ShortConv (norm_eps 1e-5 by default, as Engram builds it,
-        engram_demo_v1.py:381-386) on the test's value [B = 1, T, hc, H]."""
-        w = Weights(group)
-        conv = self.ns["ShortConv"](hidden_size=w.hidden, kernel_size=w.kernel, dilation=w.dilation, hc_mult=w.hc)
-        w.load_conv(conv)
-        with torch.no_grad():
-            x = floats(test["value"], (1, test["steps"], w.hc, w.hidden), "value",
-                       line_of(self.checkout, PATH, "B, T, G, C = x.shape"))
-            out = conv(x)
-        return {"output": hexes(out)}
 
     def forward(self, group, test):
         """EngramForwardTest (demo-v1): TransformerBlock.forward of the first layer (§FUS.10) on the test's ids and

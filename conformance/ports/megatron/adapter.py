@@ -17,9 +17,8 @@ import torch
 import torch.nn as nn
 from sympy import isprime
 
-from engram_adapter.demo_torch import Probe, Weights, fill_synthetic_table, floats, hexes
-from engram_adapter.portlib import (Adapter, IdentityTable, Unsupported, as_int_rows, config_of, line_of, load_defs,
-                                    main)
+from engram_adapter.demo_torch import DemoAnswers, Probe, Weights, fill_synthetic_table, floats, hexes
+from engram_adapter.portlib import Adapter, IdentityTable, Unsupported, config_of, line_of, load_defs, main
 
 MODULE = "megatron/core/models/engram/engram_module.py"
 MODEL = "megatron/core/models/engram/engram_model.py"
@@ -68,11 +67,19 @@ class GPTModel(nn.Module):
         return hidden
 
 
-class Megatron(Adapter):
+class Megatron(DemoAnswers, Adapter):
     name = "Megatron-LM pull request 3689 megatron/core/models/engram (EngramModule, demo-v1)"
     version = "checkout"
     suites = ["multipliers", "layout", "hash_demo", "gate_demo", "short_conv_demo", "engram_forward"]
     profiles = ["demo-v1"]
+    source, who = MODULE, "the pull request"
+    unsupported = {
+        "GateFunctionTest": "the gate function alone has no entry: EngramModule.forward computes it inline from key "
+                            "and query (engram_module.py:473-475)",
+        "ShortConvStateTest": "ShortConv keeps no state across calls: the model convolves each forward's whole "
+                              "sequence (engram_module.py:364-381)",
+        "BoundedIntegersTest": "no entry draws a bounded integer alone: NgramHashMapping.__init__ calls numpy's "
+                               "Generator.integers itself (engram_module.py:222-223)"}
 
     def __init__(self, checkout):
         super().__init__(checkout)
@@ -124,42 +131,11 @@ class Megatron(Adapter):
                 engram_config=config)
         return self.models[key]
 
-    def offsets(self, mapping, layer):
-        # the row ids EngramModule looks up are residue + MultiHeadEmbedding.offsets; D = 0 builds the offsets
-        # without allocating the table (its width plays no part in the ids)
-        list_of_n = [x for y in mapping.vocab_size_across_layers[layer] for x in y]
-        emb = self.ns["MultiHeadEmbedding"](list_of_N=list_of_n, D=0)
-        return emb.offsets, sum(list_of_n)
+    def hash_mapping(self, cfg, v, pad):
+        return self.model(cfg, v, pad).ngram_hash_mapping
 
-    def hash_answer(self, type_, group, test):
-        if type_ == "MultipliersTest":
-            m = test["maxNgram"]
-            cfg = {"engram_vocab_size": [2] * max(m - 1, 0), "n_embed_per_ngram": 1, "n_head_per_ngram": 1,
-                   "layer_ids": [test["layerId"]], "max_ngram_size": m, "seed": test["seed"]}
-            mp = self.model(cfg, test["compressedVocabSize"], 0).ngram_hash_mapping
-            return {"multipliers": as_int_rows(mp.layer_multipliers[test["layerId"]])}
-        if type_ == "LayoutTest":
-            if test["profile"] != "demo-v1":
-                raise Unsupported("v4.1 layouts: the pull request implements demo-v1 only")
-            mp = self.model(config_of(test), test["compressedVocabSize"], test["compressedPad"]).ngram_hash_mapping
-            layers = []
-            for layer in mp.layer_ids:
-                offsets, rows = self.offsets(mp, layer)
-                layers.append({"layerId": layer, "multipliers": as_int_rows(mp.layer_multipliers[layer]),
-                               "primes": as_int_rows(mp.vocab_size_across_layers[layer]),
-                               "offsets": as_int_rows(offsets), "numEmbeddings": int(rows)})
-            return {"layers": layers}
-        # HashTest
-        mp = self.model(config_of(group), group["compressedVocabSize"], group["compressedPad"]).ngram_hash_mapping
-        ids = test["ids"]
-        if not ids:
-            return {"rows": []}
-        by_layer = mp.hash(torch.tensor([ids], dtype=torch.int64))  # the model hands hash() its input_ids tensor
-        per_layer = []
-        for layer in mp.layer_ids:
-            offsets, _ = self.offsets(mp, layer)
-            per_layer.append(torch.from_numpy(by_layer[layer][0]) + offsets)  # [T, C]
-        return {"rows": as_int_rows(torch.stack(per_layer, dim=1))}
+    def hash_input(self, ids):
+        return torch.tensor([ids], dtype=torch.int64)  # the model hands hash() its input_ids tensor
 
     # ------------------------------------------------------------------ gate, ShortConv, forward
 
@@ -190,18 +166,6 @@ class Megatron(Adapter):
                 else:
                     values.append(p.value[0, 0, 0])
         return {"gate": hexes(torch.stack(gates)), "value": hexes(torch.stack(values))}
-
-    def short_conv(self, group, test):
-        """ShortConvTest: the port's ShortConv as EngramModule builds it (norm_eps 1e-5 by default,
-        engram_module.py:418-423) on the test's value [B = 1, T, hc, H]."""
-        w = Weights(group)
-        conv = self.ns["ShortConv"](hidden_size=w.hidden, kernel_size=w.kernel, dilation=w.dilation, hc_mult=w.hc)
-        w.load_conv(conv)
-        with torch.no_grad():
-            x = floats(test["value"], (1, test["steps"], w.hc, w.hidden), "value",
-                       line_of(self.checkout, MODULE, "B, T, G, C = x.shape"))
-            out = conv(x)
-        return {"output": hexes(out)}
 
     def forward(self, group, test):
         """EngramForwardTest (demo-v1): per slot c, EngramGPTModel.forward (its hash of input_ids and
@@ -243,26 +207,7 @@ class Megatron(Adapter):
         return {"output": hexes(out), "hiddenAfter": hexes(after), "gate": hexes(gate)}
 
     def answer(self, suite, type_, group, test):
-        if type_ in ("MultipliersTest", "LayoutTest", "HashTest"):
-            return self.hash_answer(type_, group, test)
-        if type_ == "DemoGateTest":
-            return self.gate(group, test)
-        if type_ == "ShortConvTest":
-            return self.short_conv(group, test)
-        if type_ == "EngramForwardTest":
-            if group["profile"] != "demo-v1":
-                raise Unsupported("v4.1: the pull request implements demo-v1 only")
-            return self.forward(group, test)
-        if type_ == "GateFunctionTest":
-            raise Unsupported("the gate function alone has no entry: EngramModule.forward computes it inline from "
-                              "key and query (engram_module.py:473-475)")
-        if type_ == "ShortConvStateTest":
-            raise Unsupported("ShortConv keeps no state across calls: the model convolves each forward's whole "
-                              "sequence (engram_module.py:364-381)")
-        if type_ == "BoundedIntegersTest":
-            raise Unsupported("no entry draws a bounded integer alone: NgramHashMapping.__init__ calls numpy's "
-                              "Generator.integers itself (engram_module.py:222-223)")
-        raise Unsupported(f"{type_}: the module hashes whole sequences (no per-sequence state)")
+        return self.demo_answer(type_, group, test)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import torch
 
 import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a forward test's input table)
 
-from .portlib import Unsupported
+from .portlib import Unsupported, as_int_rows, config_of, line_of
 
 
 def floats(values, shape=None, name="", at=None):
@@ -118,3 +118,77 @@ class Probe:
     def __exit__(self, *exc):
         for h in self.handles:
             h.remove()
+
+
+class DemoAnswers:
+    """The answers the two demo-v1 ports give alike, mixed into their adapters: the hash suites through the port's
+    NgramHashMapping and MultiHeadEmbedding offsets, ShortConvTest through its ShortConv, and the test types the
+    port has no entry for. An adapter sets `source` (the port's file, relative to the checkout), `who` (how a
+    reason names the port), `unsupported` (test type -> the reason, with the port's line), and defines
+    `hash_mapping(cfg, v, pad)` (the port's NgramHashMapping, built as the port builds it) and `hash_input(ids)`
+    (the ids as the port's caller hands them to hash())."""
+
+    def offsets(self, mapping, layer):
+        # the row ids the port looks up are residue + MultiHeadEmbedding.offsets; D = 0 builds the offsets without
+        # allocating the table (its width plays no part in the ids)
+        list_of_n = [x for y in mapping.vocab_size_across_layers[layer] for x in y]
+        emb = self.ns["MultiHeadEmbedding"](list_of_N=list_of_n, D=0)
+        return emb.offsets, sum(list_of_n)
+
+    def hash_answer(self, type_, group, test):
+        """MultipliersTest, LayoutTest (demo-v1) and HashTest."""
+        if type_ == "MultipliersTest":
+            m = test["maxNgram"]
+            cfg = {"engram_vocab_size": [2] * max(m - 1, 0), "n_embed_per_ngram": 1, "n_head_per_ngram": 1,
+                   "layer_ids": [test["layerId"]], "max_ngram_size": m, "seed": test["seed"]}
+            mp = self.hash_mapping(cfg, test["compressedVocabSize"], 0)
+            return {"multipliers": as_int_rows(mp.layer_multipliers[test["layerId"]])}
+        if type_ == "LayoutTest":
+            if test["profile"] != "demo-v1":
+                raise Unsupported(f"v4.1 layouts: {self.who} implements demo-v1 only")
+            mp = self.hash_mapping(config_of(test), test["compressedVocabSize"], test["compressedPad"])
+            layers = []
+            for layer in mp.layer_ids:
+                offsets, rows = self.offsets(mp, layer)
+                layers.append({"layerId": layer, "multipliers": as_int_rows(mp.layer_multipliers[layer]),
+                               "primes": as_int_rows(mp.vocab_size_across_layers[layer]),
+                               "offsets": as_int_rows(offsets), "numEmbeddings": int(rows)})
+            return {"layers": layers}
+        mp = self.hash_mapping(config_of(group), group["compressedVocabSize"], group["compressedPad"])
+        ids = test["ids"]
+        if not ids:
+            return {"rows": []}
+        by_layer = mp.hash(self.hash_input(ids))
+        per_layer = []
+        for layer in mp.layer_ids:
+            offsets, _ = self.offsets(mp, layer)
+            per_layer.append(torch.from_numpy(by_layer[layer][0]) + offsets)  # [T, C]
+        return {"rows": as_int_rows(torch.stack(per_layer, dim=1))}
+
+    def short_conv(self, group, test):
+        """ShortConvTest: the port's ShortConv as its Engram module builds it (norm_eps 1e-5 by default) on the
+        test's value [B = 1, T, hc, H]."""
+        w = Weights(group)
+        conv = self.ns["ShortConv"](hidden_size=w.hidden, kernel_size=w.kernel, dilation=w.dilation, hc_mult=w.hc)
+        w.load_conv(conv)
+        with torch.no_grad():
+            x = floats(test["value"], (1, test["steps"], w.hc, w.hidden), "value",
+                       line_of(self.checkout, self.source, "B, T, G, C = x.shape"))
+            out = conv(x)
+        return {"output": hexes(out)}
+
+    def demo_answer(self, type_, group, test):
+        """Every demo-v1 test type: the hash suites, the gate (self.gate), ShortConv, the forward (self.forward)."""
+        if type_ in ("MultipliersTest", "LayoutTest", "HashTest"):
+            return self.hash_answer(type_, group, test)
+        if type_ == "DemoGateTest":
+            return self.gate(group, test)
+        if type_ == "ShortConvTest":
+            return self.short_conv(group, test)
+        if type_ == "EngramForwardTest":
+            if group["profile"] != "demo-v1":
+                raise Unsupported(f"v4.1: {self.who} implements demo-v1 only")
+            return self.forward(group, test)
+        if type_ in self.unsupported:
+            raise Unsupported(self.unsupported[type_])
+        raise Unsupported(f"{type_}: {self.who} hashes whole sequences (no per-sequence state)")
