@@ -1,26 +1,35 @@
 #!/usr/bin/env python3
 """JSON-lines adapter for NVIDIA-NeMo/Automodel's DeepSeek-V4.1 Engram,
 nemo_automodel/components/models/deepseek_v41/engram.py (EngramLayout, DeepseekV41EngramHasher, and
-DeepseekV41Engram's gate). See README.md.
+DeepseekV41Engram's gate and wkv, the wkv built by nemo_automodel/components/models/common/utils.py). See README.md.
 
 Run: engram conform --vectors vectors \\
        --exec "env PYTHONPATH=conformance/python python3 conformance/ports/nemo/adapter.py --checkout DIR"
 """
+import importlib.util
+import logging
 import os
 import sys
+import warnings
+from contextlib import nullcontext
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import Any, Literal
 
 import numpy as np
 import torch
 from torch import nn
 
 from engram_adapter.portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, identity_map, load_defs, main, test_ids
-from engram_adapter.torch_gate import layer_gate
+from engram_adapter.official_api import fill
+from engram_adapter.torch_gate import bf16_tensor, layer_gate, out_bits
 
 PATH = "nemo_automodel/components/models/deepseek_v41/engram.py"
 NAMES = ["_MULTIPLIER_SEED", "_DEAD_TOKEN", "_is_prime", "find_next_prime", "compute_hash_multipliers",
          "EngramLayout", "DeepseekV41EngramHasher", "DeepseekV41Engram"]
+# the backend config and the linear factory engram.py imports (from nemo_automodel.components.models.common)
+UTILS = "nemo_automodel/components/models/common/utils.py"
+UTILS_NAMES = ["HAVE_TE", "HAVE_DEEP_EP", "HAVE_UCCL_EP", "TEFp8Config", "BackendConfig", "initialize_linear_module"]
 
 
 class _LocalTable(nn.Module):
@@ -53,12 +62,15 @@ class _NoDTensor:
     """Stand-in for torch.distributed.tensor.DTensor: one process holds no sharded tensor."""
 
 
-# the names engram.py imports from the rest of nemo_automodel, stubbed (README.md): the table above, the wkv as a
-# bias-free linear (nemo_automodel.components.models.common.initialize_linear_module), the dtype of the config
+def _dtype_of(value, default):
+    """Stand-in for nemo_automodel.shared.utils.dtype_from_str (not read): the adapter passes torch dtypes."""
+    return value if isinstance(value, torch.dtype) else default
+
+
+# the names engram.py imports from the rest of nemo_automodel that are not restored, stubbed (README.md): the table
+# above, the dtype of the config (BackendConfig and initialize_linear_module are the port's, from UTILS)
 STUBS = {"dist": torch.distributed, "DTensor": _NoDTensor, "Qwen3_8_FlashNextEngramTableConfig": _TableConfig,
-         "initialize_linear_module": lambda kind, n_in, n_out, bias, dtype: nn.Linear(n_in, n_out, bias=bias,
-                                                                                    dtype=dtype),
-         "get_dtype": lambda value, default: value if isinstance(value, torch.dtype) else default}
+         "get_dtype": _dtype_of}
 
 
 class Nemo(Adapter):
@@ -69,7 +81,14 @@ class Nemo(Adapter):
 
     def __init__(self, checkout):
         super().__init__(checkout)
-        ns = {"np": np, "torch": torch, "nn": nn, "dataclass": dataclass, **STUBS}
+        utils = load_defs(os.path.join(checkout, UTILS), UTILS_NAMES,
+                          {"importlib": importlib, "torch": torch, "nn": nn, "dataclass": dataclass, "Any": Any,
+                           "Literal": Literal, "nullcontext": nullcontext, "warnings": warnings,
+                           "logger": logging.getLogger("nemo_automodel"), "dtype_from_str": _dtype_of})
+        # the backend NeMo picks by default: on a machine without CUDA (or Transformer Engine), linear = "torch"
+        self.backend = utils["BackendConfig"]()
+        ns = {"np": np, "torch": torch, "nn": nn, "dataclass": dataclass, **STUBS,
+              "BackendConfig": utils["BackendConfig"], "initialize_linear_module": utils["initialize_linear_module"]}
         self.ns = load_defs(os.path.join(checkout, PATH), NAMES, ns, future_annotations=True)
         self.layouts = {}
 
@@ -99,14 +118,29 @@ class Nemo(Adapter):
             hasher.set_token_map(table, v)
         return hasher
 
-    def engram(self, dim, hc, eps):
-        """DeepseekV41Engram of one layer with one hash column of 32 (table row 0), built by its own constructor on
-        one process (no process group: the whole table local), bf16 as the model's torch_dtype."""
+    def engram(self, dim, hc, eps, head_dim=32):
+        """DeepseekV41Engram of one layer with one hash column of head_dim (table row 0), built by its own constructor
+        on one process (no process group: the whole table local), bf16 as the model's torch_dtype, with the default
+        backend (BackendConfig())."""
         lay = self.ns["EngramLayout"](max_ngram_size=2, layer_ids=(0,), num_embeddings=(1,), primes=(((2,),),),
-                                      n_heads=1, head_dim=32)
+                                      n_heads=1, head_dim=head_dim)
         config = SimpleNamespace(hidden_size=dim, hc_mult=hc, rms_norm_eps=eps, torch_dtype=torch.bfloat16,
                                  engram_trainable=False)
-        return self.ns["DeepseekV41Engram"](config, 0, lay, SimpleNamespace(linear="torch"))
+        return self.ns["DeepseekV41Engram"](config, 0, lay, self.backend)
+
+    def wkv(self, test):
+        """WkvTest through the layer's own wkv: DeepseekV41Engram built with one hash column of K = len(e) and hc_mult
+        0, dim N (its wkv has K in and dim * (hc_mult + 1) = N out features), its weight holding the test's."""
+        if "weight" not in test:
+            raise Unsupported("an fp8 wkv: the port's wkv is initialize_linear_module(backend.linear, ...) on the "
+                              "model dtype, torch's nn.Linear on a bf16 weight with the torch backend: no fp8 weight "
+                              "and no activation quantization")
+        e = test["e"]
+        k, n = len(e), test["outFeatures"]
+        layer = self.engram(n, 0, 1e-6, head_dim=k)
+        fill(layer.wkv.weight, bf16_tensor(test["weight"], (len(test["weight"]),)), "weight")
+        with torch.no_grad():
+            return {"kv": out_bits(layer.wkv(bf16_tensor(e, (1, k))))}
 
     def answer(self, suite, type_, group, test):
         if type_ == "V41GateTest":
@@ -139,8 +173,7 @@ class Nemo(Adapter):
         if type_ == "GateFunctionTest":
             raise Unsupported("the gate is one expression inside DeepseekV41Engram.forward, with no entry of its own")
         if type_ == "WkvTest":
-            raise Unsupported("the wkv is a bf16 linear built by nemo_automodel.components.models.common."
-                              "initialize_linear_module (another file, not read): no fp8 weight, no entry here")
+            return self.wkv(test)
         raise Unsupported(f"{type_}: no entry in the port's file (README.md)")
 
 
