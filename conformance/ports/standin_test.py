@@ -48,7 +48,14 @@ def main():
         # vectors' place (--random-only), for a suite whose fixed vectors the port's API cannot take.
         expect = {k: v for k, v in standin.get("expectFail", {}).items() if k != "why"}
         randoms = {k: v for k, v in standin.get("random", {}).items() if k != "why"}
+        # standin.optionalProbe: Python code that fails where the interpreter cannot run the optional suites (e.g. a
+        # torch older than float8, read from its metadata): checked once, so that they are noted without a run each
+        probe = standin.get("optionalProbe")
+        unable = probe is not None and subprocess.run([python, "-c", probe], capture_output=True).returncode != 0
         for suite in standin.get("suites", port["suites"]):
+            if unable and suite in standin.get("optional", {}):
+                print(f"note: {port_id} {suite}: not run on this interpreter ({standin['optional'][suite]})")
+                continue
             report = os.path.join(checkout, f"{suite}.json")
             extra = []
             if suite in expect:

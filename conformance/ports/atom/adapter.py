@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""JSON-lines adapter for ROCm/ATOM's DeepSeek-V4.1 Engram hasher, atom/models/deepseek_v41_engram.py
-(compute_hash_multipliers, EngramLayout, NgramHashState with its serving-side build_history), run by torch on
-the CPU. See README.md beside this file.
+"""JSON-lines adapter for ROCm/ATOM's DeepSeek-V4.1 Engram: the hasher, atom/models/deepseek_v41_engram.py
+(compute_hash_multipliers, EngramLayout, NgramHashState with its serving-side build_history), and the module's
+table and gate, atom/models/deepseek_v41.py (EngramEmbedding, Engram: their torch paths), run by torch on the CPU.
+See README.md beside this file.
 
 Run: engram conform --vectors vectors \\
        --exec "env PYTHONPATH=conformance/python python3 conformance/ports/atom/adapter.py --checkout DIR"
@@ -16,12 +17,49 @@ import numpy as np
 import torch
 from torch import nn
 
-from engram_adapter.portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, hash_state_test, identity_map,
-                                    load_defs, main, PortRefusal, defined_at, rows_of_layer, test_ids)
+from engram_adapter.portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, fp8_decode_by_rows,
+                                    hash_state_test, identity_map, load_defs, lookup_table, main, PortRefusal,
+                                    defined_at, rows_of_layer, test_ids)
+from engram_adapter.official_api import byte_tensor, fill
 from engram_adapter.serving import Packed, boundary_problem
+from engram_adapter.torch_gate import layer_gate
 
 PATH = "atom/models/deepseek_v41_engram.py"
 NAMES = ["_is_prime", "_next_prime", "compute_hash_multipliers", "EngramLayout", "NgramHashState"]
+MODEL = "atom/models/deepseek_v41.py"
+MODEL_NAMES = ["_V41_ENGRAM_AITER", "_V41_ENGRAM_FUSED_GATE", "_ENGRAM_SCALE_BLOCK", "_aiter_op", "EngramEmbedding",
+               "Engram"]
+WKV = ("the wkv is ReplicatedLinear (atom/models/deepseek_v41.py:1441-1447), whose forward is aiter's: "
+       "atom/model_ops/linear.py imports its GEMMs from aiter at module level (:9-23) and LinearBase.forward runs "
+       "tgemm.mm (a bf16 weight) or quant_fp8_blockwise + gemm_a8w8_blockscale (the 32 x 32 fp8 grid), with no "
+       "CPU path")
+
+
+class _NoOps:
+    """aiter as the module's torch paths see it here: no engram op (`_aiter_op` gives None, deepseek_v41.py:1345),
+    so EngramEmbedding and Engram take their torch fallbacks. aiter itself (ROCm kernels) does not import on a CPU."""
+
+
+class _AiterLinear(nn.Module):
+    """Stand-in for ReplicatedLinear (atom/model_ops/linear.py, aiter GEMMs): built by Engram.__init__, never run
+    here (the gate's wkv gives way to the test's kv; WkvTest and engram_forward are unsupported: WKV)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, x):
+        raise Unsupported(WKV)
+
+
+def _one_rank():
+    return SimpleNamespace(rank_in_group=0, world_size=1)
+
+
+# the names deepseek_v41.py imports that its Engram classes read, for one rank: tensor parallel size 1 (aiter.dist),
+# atom_parameter as atom/model_ops/utils.py builds it with ATOM_REQUIRES_GRAD unset (a parameter without grad)
+MODEL_STUBS = {"aiter": _NoOps(), "get_tensor_model_parallel_world_size": lambda: 1, "get_tp_group": _one_rank,
+               "atom_parameter": lambda data: nn.Parameter(data, requires_grad=False),
+               "ReplicatedLinear": _AiterLinear, "tensor_model_parallel_all_reduce": None}
 
 
 class IdentityList:
@@ -74,7 +112,7 @@ class Session:
 class Atom(Adapter):
     name = "ROCm/ATOM atom/models/deepseek_v41_engram.py (torch, CPU)"
     version = "checkout"
-    suites = ["multipliers", "layout", "hash_v41", "serving_v41"]
+    suites = ["multipliers", "layout", "hash_v41", "serving_v41", "gate_v41", "table_lookup", "fp8_decode"]
     profiles = ["v4.1"]
 
     def __init__(self, checkout):
@@ -82,6 +120,46 @@ class Atom(Adapter):
         self.ns = load_defs(os.path.join(checkout, PATH), NAMES,
                             {"np": np, "torch": torch, "nn": nn, "dataclass": dataclass})
         self.layouts = {}
+        self._model = None
+
+    @property
+    def model(self):
+        """deepseek_v41.py's Engram classes, loaded at their first use: the hash suites run without them, on a torch
+        without float8_e4m3fn, the dtype of EngramEmbedding's table (torch < 2.1: unsupported)."""
+        if not hasattr(torch, "float8_e4m3fn"):
+            raise Unsupported(f"torch {torch.__version__} has no float8_e4m3fn (EngramEmbedding's table, "
+                              "atom/models/deepseek_v41.py:1373-1375)")
+        if self._model is None:
+            self._model = load_defs(os.path.join(self.checkout, MODEL), MODEL_NAMES,
+                                    {"os": os, "torch": torch, "nn": nn, **MODEL_STUBS}, future_annotations=True)
+        return self._model
+
+    def decode(self, raw, d, local):
+        """EngramEmbedding of the given rows (codes, scales) on one rank, read at the row ids `local` by its torch
+        path: each row's bf16 bit patterns."""
+        emb = self.model["EngramEmbedding"](len(raw), d, block=self.model["_ENGRAM_SCALE_BLOCK"])
+        fill(emb.weight, byte_tensor([c for c, _ in raw], (len(raw), d)), "codes")
+        fill(emb.weight_scale, byte_tensor([s for _, s in raw], (len(raw), len(raw[0][1]))), "scales")
+        out = emb(torch.tensor(local, dtype=torch.int64))
+        return out.contiguous().view(torch.int16).reshape(len(local), d).tolist()
+
+    def lookup(self, type_, group, test):
+        import engram_numpy_port as synthetic  # (only its synthetic-table generator: a test's input bytes)
+        d, raw, local = lookup_table(type_, group, test, synthetic.table_of)
+        return {"rows": ["".join(f"{int(b) & 0xFFFF:04x}" for b in row) for row in self.decode(raw, d, local)]}
+
+    def gate(self, group, test):
+        """V41GateTest through Engram.forward (its torch gate) with one hash column of 32 on one rank: the table read
+        and the wkv give way to the test's kv (torch_gate.layer_gate)."""
+        model = self.model
+        layout = self.ns["EngramLayout"](max_ngram_size=2, layer_ids=(0,), num_embeddings=(1,), primes=(((2,),),),
+                                         n_heads=1, head_dim=32)
+
+        def make(dim, hc, eps):
+            e = model["Engram"](SimpleNamespace(dim=dim, hc_mult=hc, norm_eps=eps, quant_config=None), 0, layout)
+            e.embed = nn.Identity()
+            return e
+        return layer_gate(make, group, test)
 
     def layout(self, cfg):
         key = json.dumps(cfg, sort_keys=True)
@@ -172,6 +250,19 @@ class Atom(Adapter):
             return hash_state_test(group, test, new_session)
         if type_ in ("PackedBatchTest", "DraftTreeTest"):
             return self.packed(group, test, type_)
+        if type_ == "V41GateTest":
+            return self.gate(group, test)
+        if type_ in ("SafetensorsLookupTest", "PackedLookupTest", "SyntheticLookupTest"):
+            return self.lookup(type_, group, test)
+        if type_ in ("E4M3DecodeTest", "E8M0DecodeTest", "ElementDecodeTest"):
+            # the module decodes FP8 only in EngramEmbedding.forward: the test's codes go through a row of the table
+            return fp8_decode_by_rows(type_, test, lambda codes, scales: self.decode([(codes, scales)], len(codes),
+                                                                                   [0])[0])
+        if type_ == "WkvTest":
+            raise Unsupported(WKV)
+        if type_ == "GateFunctionTest":
+            raise Unsupported("the gate is one expression inside Engram.forward (atom/models/deepseek_v41.py:1467-"
+                              "1478), with no entry of its own")
         raise Unsupported(f"{type_}: not part of the port's Engram hash code")
 
 

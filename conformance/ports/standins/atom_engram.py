@@ -28,6 +28,10 @@ class EngramLayout:
     n_heads: int
     head_dim: int
 
+    @property
+    def n_hash_cols(self):
+        return (self.max_ngram_size - 1) * self.n_heads
+
     @classmethod
     def from_args(cls, args):
         if not args.engram_layer_ids:
