@@ -1,5 +1,5 @@
-"""Stand-in of pypto-serving's pypto_serving/model/deepseek_v41/engram.py API (EngramLayout, EngramHashState,
-compute_hash_multipliers) with none of its code: every answer comes from the in-tree numpy port (_ref.py).
+"""Stand-in of pypto-serving's pypto_serving/model/deepseek_v41/engram.py API (EngramLayout, EngramHashState with
+snapshot/restore, compute_hash_multipliers, shard_plan, SparseEngramLookup) with none of its code: every answer comes from the in-tree numpy port (_ref.py).
 CI runs conformance/ports/pypto/adapter.py on it; the real measurement needs the port's checkout."""
 from dataclasses import dataclass
 
@@ -29,6 +29,14 @@ def compute_hash_multipliers(layout, compressed_vocab_size):
                  for l in layout.layer_ids)
 
 
+@dataclass(frozen=True)
+class EngramSnapshot:
+    owner: object
+    position: int
+    retained_start: int
+    history: tuple
+
+
 class EngramHashState:
     DEAD = -1
 
@@ -51,9 +59,17 @@ class EngramHashState:
     def position(self):
         return self.state.position
 
-    @property
-    def _history(self):
-        return tuple(self.state.recent)
+    def snapshot(self):
+        return EngramSnapshot(self, self.state.position, self.state.position - len(self.state.recent),
+                              tuple(self.state.recent))
+
+    def restore(self, snapshot):
+        if snapshot.owner is not self:
+            raise ValueError("Engram snapshot belongs to another request")
+        # as a spec import (§HASH.9) checks the history: its count and its ids
+        _ref.ref.State(self.ref_layout).import_({"position": snapshot.position, "history": list(snapshot.history)},
+                                                 None, None)
+        self.state.position, self.state.recent = snapshot.position, list(snapshot.history)
 
     def rollback(self, position):
         if position < 0:
@@ -69,3 +85,35 @@ class EngramHashState:
                 raise ValueError("token ID is outside the tokenizer vocabulary")
         ids = [self.token_map[t] if m else self.DEAD for t, m in zip(token_ids, mask)]
         return self.state.append(ids)
+
+
+@dataclass(frozen=True)
+class EngramShard:
+    rank: int
+    global_start: int
+    valid_rows: int
+    capacity_rows: int
+
+
+def shard_plan(layout, layer_id, world_size):
+    rows = layout.num_embeddings[layout.layer_ids.index(layer_id)]
+    part = -(-rows // world_size)
+    return tuple(EngramShard(r, r * part, max(0, min(part, rows - r * part)), part) for r in range(world_size))
+
+
+class SparseEngramLookup:
+    def __init__(self, layout, reader, *, world_size, max_rows_per_read=256):
+        self.layout, self.reader, self.world_size = layout, reader, world_size
+
+    def lookup(self, layer_id, row_ids):
+        shards = shard_plan(self.layout, layer_id, self.world_size)
+        total = self.layout.num_embeddings[self.layout.layer_ids.index(layer_id)]
+        if any(not 0 <= r < total for r in row_ids):
+            raise ValueError("Engram row ID is outside the unpadded table")
+        out = []
+        for r in row_ids:
+            rank, local = divmod(r, shards[0].capacity_rows)
+            row = self.reader(layer_id, rank, (local,))[local]
+            # as §STO.7's all_reduce at world >= 2: the other ranks' +0 added (-0 becomes +0)
+            out.append(tuple(float(x) + 0.0 if self.world_size > 1 else float(x) for x in row))
+        return tuple(out)
