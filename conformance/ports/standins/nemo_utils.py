@@ -31,10 +31,12 @@ def initialize_linear_module(linear_impl, in_features, out_features, bias=False,
             self.weight = nn.Parameter(torch.zeros((out_features, in_features), dtype=dtype), requires_grad=False)
 
         def forward(self, x):
-            # the numpy port's float32 sums, rounded to bf16 by torch (its bf16_of needs numpy >= 2 on a scalar)
+            # the numpy port's float32 sums and its bf16 rounding (§FUS.3)
             from engram_numpy_port import fusion
             w = [fusion.bf16v(b & 0xFFFF) for b in self.weight.contiguous().view(torch.int16).reshape(-1).tolist()]
             rows = x.reshape(-1, in_features).contiguous().view(torch.int16).tolist()
-            y = [fusion.linear([fusion.bf16v(b & 0xFFFF) for b in r], w, out_features, 32) for r in rows]
-            return torch.tensor(y, dtype=torch.float32).to(torch.bfloat16).reshape(*x.shape[:-1], out_features)
+            y = [[fusion.bf16_of(v) for v in fusion.linear([fusion.bf16v(b & 0xFFFF) for b in r], w, out_features, 32)]
+                 for r in rows]
+            bits = torch.tensor(y, dtype=torch.int32).to(torch.int16)  # 0x8000.. wraps to the same 16 bits
+            return bits.view(torch.bfloat16).reshape(*x.shape[:-1], out_features)
     return Linear()

@@ -64,7 +64,9 @@ def to_bf16(f32):
     """§STO.3 float32 array -> bf16 bits, round to nearest even (overflow to inf), every NaN 0x7FC0."""
     f32 = np.asarray(f32, dtype=np.float32)
     u = f32.view(np.uint32).astype(np.uint64)
-    b = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    # uint64 constants: numpy < 2 refuses uint64 >> a Python int on a 0-d array (no safe common type)
+    sixteen = np.uint64(16)
+    b = ((u + np.uint64(0x7FFF) + ((u >> sixteen) & np.uint64(1))) >> sixteen).astype(np.uint16)
     return np.where(np.isnan(f32), np.uint16(BF16_NAN), b).astype(np.uint16)
 
 
