@@ -329,6 +329,22 @@ TEST(Conform, TheNumpyPortClaimsPartOfTheSuite) {
   EXPECT_THAT(unsupported.out, testing::MatchesRegex("(.|\n)*table_lookup: [0-9]+ passed, 0 failed, [1-9][0-9]* skipped(.|\n)*"));
 }
 
+// --unsupported takes several types, by spaces or commas; a name that is no test type of the vector schemas is an
+// error naming it (before, "HeadShardTest,RowShardTest" or "HeadShard" was one unknown name: nothing skipped).
+TEST(Conform, TheNumpyPortRefusesAnUnknownUnsupportedType) {
+  if (Python().empty()) GTEST_SKIP() << "set ENGRAM_PYTHON to a python3 with numpy";
+  Result both = Conform("--vectors " + kVectors + " --suite tp_shard --exec \"" + NumpyPort() +
+                        " --claim tp_shard --unsupported RowShardTest,HeadShardTest\"");
+  EXPECT_EQ(both.exit_code, 1) << both.out;  // every test skipped: nothing was tested
+  EXPECT_THAT(both.out, HasSubstr("tp_shard: 0 passed, 0 failed, " + TestsIn("tp_shard") + " skipped"));
+  EXPECT_THAT(both.out, HasSubstr(TestsIn("tp_shard") + " unsupported (tp_shard)"));
+  const fs::path err = Dir() / "unknown_type.err";
+  const std::string cmd = NumpyPort() + " --unsupported HeadShard </dev/null >/dev/null 2>" + err.string();
+  const int status = std::system(cmd.c_str());
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 2);
+  EXPECT_THAT(Slurp(err), HasSubstr("--unsupported: HeadShard: not a test type of the vector schemas"));
+}
+
 // A shell peer that claims `multipliers` and misbehaves on tcId 3.
 std::string Peer(const std::string& on_three) {
   const fs::path script = Dir() / ("peer_" + std::to_string(std::hash<std::string>{}(on_three)) + ".sh");
