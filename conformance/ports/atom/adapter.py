@@ -19,8 +19,8 @@ from torch import nn
 
 from engram_adapter.portlib import (DEAD, Adapter, Unsupported, as_int_rows, config_of, fp8_decode_by_rows,
                                     hash_state_test, identity_map, load_defs, lookup_table, main, PortRefusal,
-                                    defined_at, rows_of_layer, test_ids)
-from engram_adapter.official_api import byte_tensor, fill
+                                    defined_at, test_ids)
+from engram_adapter.official_api import byte_tensor, fill, v41_layout, v41_multipliers
 from engram_adapter.serving import Packed, boundary_problem
 from engram_adapter.torch_gate import layer_gate
 
@@ -224,20 +224,16 @@ class Atom(Adapter):
             states.append(s)
         return {"rows": as_int_rows(rows), **pk.write(states)}
 
+    def layout_parts(self, cfg, v, pad):
+        """The hasher's multipliers and offsets and the EngramLayout it was built from (official_api.v41_layout)."""
+        state, layout = self.state(cfg, v, pad)
+        return state.multipliers, state.offsets, layout
+
     def answer(self, suite, type_, group, test):
         if type_ == "MultipliersTest":
-            if test["seed"] != 0:
-                raise Unsupported("the port draws multipliers with seed 10007 * layer_id: no seed parameter")
-            m = self.ns["compute_hash_multipliers"]((test["layerId"],), test["maxNgram"], test["compressedVocabSize"])
-            return {"multipliers": as_int_rows(m[0])}
+            return v41_multipliers(self.ns, test)
         if type_ == "LayoutTest":
-            if test["profile"] != "v4.1":
-                raise Unsupported("demo-v1 layouts: the port implements v4.1 only")
-            state, layout = self.state(config_of(test), test["compressedVocabSize"], test["compressedPad"])
-            return {"layers": [{"layerId": l, "multipliers": as_int_rows(state.multipliers[i]),
-                                "primes": as_int_rows(layout.primes[i]), "offsets": as_int_rows(state.offsets[i]),
-                                **rows_of_layer(layout.num_embeddings, i)}
-                               for i, l in enumerate(layout.layer_ids)]}
+            return v41_layout(test, self.layout_parts)
         if type_ in ("HashTest", "HashStateTest"):
             cfg, v, pad = config_of(group), group["compressedVocabSize"], group["compressedPad"]
             ids = test_ids(test)

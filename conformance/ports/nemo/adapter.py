@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from engram_adapter.portlib import DEAD, Adapter, Unsupported, as_int_rows, config_of, identity_map, load_defs, main, test_ids
-from engram_adapter.official_api import fill
+from engram_adapter.official_api import fill, v41_layout, v41_multipliers
 from engram_adapter.torch_gate import bf16_tensor, layer_gate, out_bits
 
 PATH = "nemo_automodel/components/models/deepseek_v41/engram.py"
@@ -142,23 +142,19 @@ class Nemo(Adapter):
         with torch.no_grad():
             return {"kv": out_bits(layer.wkv(bf16_tensor(e, (1, k))))}
 
+    def layout_parts(self, cfg, v, pad):
+        """The hasher's multipliers and offsets and its layout (official_api.v41_layout)."""
+        h = self.hasher(cfg, v, pad)
+        return h.multipliers, h.offsets, h.layout
+
     def answer(self, suite, type_, group, test):
         if type_ == "V41GateTest":
             # forward(x, hash_ids, token_mask) with its wkv giving way to the test's kv (torch_gate.layer_gate)
             return layer_gate(self.engram, group, test)
         if type_ == "MultipliersTest":
-            if test["seed"] != 0:
-                raise Unsupported("the port draws multipliers with seed 10007 * layer_id: no seed parameter")
-            m = self.ns["compute_hash_multipliers"]((test["layerId"],), test["maxNgram"], test["compressedVocabSize"])
-            return {"multipliers": as_int_rows(m[0])}
+            return v41_multipliers(self.ns, test)
         if type_ == "LayoutTest":
-            if test["profile"] != "v4.1":
-                raise Unsupported("demo-v1 layouts: the port implements v4.1 only")
-            h = self.hasher(config_of(test), test["compressedVocabSize"], test["compressedPad"])
-            lay = h.layout
-            return {"layers": [{"layerId": l, "multipliers": as_int_rows(h.multipliers[i]),
-                                "primes": as_int_rows(lay.primes[i]), "offsets": as_int_rows(h.offsets[i]),
-                                "numEmbeddings": int(lay.num_embeddings[i])} for i, l in enumerate(lay.layer_ids)]}
+            return v41_layout(test, self.layout_parts)
         if type_ == "HashTest":
             v, pad = group["compressedVocabSize"], group["compressedPad"]
             h = self.hasher(config_of(group), v, pad, test["ids"])

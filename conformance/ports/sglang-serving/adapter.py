@@ -16,10 +16,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from engram_adapter.official_api import v41_layout, v41_multipliers
 from engram_adapter.torch_gate import gate_inputs, out_bits, read_gates
 from engram_adapter.portlib import (Adapter, DEAD, Unsupported, as_int_rows, config_of, fp8_decode_by_rows,
                                     hash_state_test, load_defs, lookup_rows, main, PortRefusal, defined_at,
-                                    replayed_rollback, rows_of_layer, test_ids)
+                                    replayed_rollback, test_ids)
 from engram_adapter.serving import Packed, boundary_problem
 
 import engram_numpy_port as SYNTHETIC  # (only its synthetic-table generator: a test's input bytes)
@@ -179,19 +180,16 @@ class SGLangServing(Adapter):
 
     # ------------------------------------------------------------------ the protocol
 
+    def layout_parts(self, cfg, v, pad):
+        """EngramHasher's multipliers and offsets and the EngramLayout it was built from (official_api.v41_layout)."""
+        h, lay = self.hasher(cfg, v, pad)
+        return h.multipliers, h.offsets, lay
+
     def answer(self, suite, type_, group, test):
         if type_ == "MultipliersTest":
-            if test["seed"] != 0:
-                raise Unsupported("the port draws multipliers with seed 10007 * layer_id: no seed parameter")
-            m = self.ns["compute_hash_multipliers"]((test["layerId"],), test["maxNgram"], test["compressedVocabSize"])
-            return {"multipliers": as_int_rows(m[0])}
+            return v41_multipliers(self.ns, test)
         if type_ == "LayoutTest":
-            if test["profile"] != "v4.1":
-                raise Unsupported("demo-v1 layouts: the port implements v4.1 only")
-            h, lay = self.hasher(config_of(test), test["compressedVocabSize"], test["compressedPad"])
-            return {"layers": [{"layerId": l, "multipliers": as_int_rows(h.multipliers[i]),
-                                "primes": as_int_rows(lay.primes[i]), "offsets": as_int_rows(h.offsets[i]),
-                                **rows_of_layer(lay.num_embeddings, i)} for i, l in enumerate(lay.layer_ids)]}
+            return v41_layout(test, self.layout_parts)
         if type_ in ("HashTest", "HashStateTest"):
             cfg, v, pad = config_of(group), group["compressedVocabSize"], group["compressedPad"]
             h, _ = self.hasher(cfg, v, pad)

@@ -62,6 +62,27 @@ def official_namespace(path, extra=None):
     return load_defs(path, NAMES, ns)
 
 
+def v41_multipliers(ns, test):
+    """MultipliersTest through the official compute_hash_multipliers, which every port vendoring the V4.1 API keeps:
+    it draws with seed 10007 * layer_id, so a test of another seed has no call."""
+    if test["seed"] != 0:
+        raise Unsupported("the port draws multipliers with seed 10007 * layer_id: no seed parameter")
+    m = ns["compute_hash_multipliers"]((test["layerId"],), test["maxNgram"], test["compressedVocabSize"])
+    return {"multipliers": as_int_rows(m[0])}
+
+
+def v41_layout(test, build):
+    """LayoutTest (v4.1) of a port vendoring the V4.1 API: build(cfg, V, pad) -> (multipliers, offsets, layout), the
+    per-layer multipliers and offsets the port's hasher holds and its EngramLayout (layer_ids, primes,
+    num_embeddings)."""
+    if test["profile"] != "v4.1":
+        raise Unsupported("demo-v1 layouts: the port implements v4.1 only")
+    multipliers, offsets, layout = build(config_of(test), test["compressedVocabSize"], test["compressedPad"])
+    return {"layers": [{"layerId": layer, "multipliers": as_int_rows(multipliers[i]),
+                        "primes": as_int_rows(layout.primes[i]), "offsets": as_int_rows(offsets[i]),
+                        **rows_of_layer(layout.num_embeddings, i)} for i, layer in enumerate(layout.layer_ids)]}
+
+
 class Session:
     def __init__(self, ns, state, max_ngram):
         self.ns, self.state, self.max_ngram, self.position = ns, state, max_ngram, 0
@@ -125,29 +146,21 @@ class OfficialApiAdapter(Adapter):
         self.ns["build_compressed_token_map"] = lambda tokenizer: (table, v)
         return self.ns["NgramHashState"](args, layout, None), layout
 
+    def layout_parts(self, cfg, v, pad):
+        if "engram_num_embeddings" not in cfg:
+            raise Unsupported("a config without engram_num_embeddings: the port's args always carry it "
+                              "(config.json), so what it does without is not measurable")
+        state, layout = self.state(cfg, v, pad)
+        if layout is None:
+            raise PortRefusal("EngramLayout.from_args returned None (no engram layers)",
+                              defined_at(self.ns["EngramLayout"].from_args, self.checkout))
+        return state.multipliers, state.offsets, layout
+
     def answer(self, suite, type_, group, test):
         if type_ == "MultipliersTest":
-            if test["seed"] != 0:
-                raise Unsupported("the port draws multipliers with seed 10007 * layer_id: no seed parameter")
-            m = self.ns["compute_hash_multipliers"]((test["layerId"],), test["maxNgram"], test["compressedVocabSize"])
-            return {"multipliers": as_int_rows(m[0])}
+            return v41_multipliers(self.ns, test)
         if type_ == "LayoutTest":
-            if test["profile"] != "v4.1":
-                raise Unsupported("demo-v1 layouts: the port implements v4.1 only")
-            cfg = config_of(test)
-            if "engram_num_embeddings" not in cfg:
-                raise Unsupported("a config without engram_num_embeddings: the port's args always carry it "
-                                  "(config.json), so what it does without is not measurable")
-            state, layout = self.state(cfg, test["compressedVocabSize"], test["compressedPad"])
-            if layout is None:
-                raise PortRefusal("EngramLayout.from_args returned None (no engram layers)",
-                                  defined_at(self.ns["EngramLayout"].from_args, self.checkout))
-            layers = []
-            for i, layer in enumerate(layout.layer_ids):
-                layers.append({"layerId": layer, "multipliers": as_int_rows(state.multipliers[i]),
-                               "primes": as_int_rows(layout.primes[i]), "offsets": as_int_rows(state.offsets[i]),
-                               **rows_of_layer(layout.num_embeddings, i)})
-            return {"layers": layers}
+            return v41_layout(test, self.layout_parts)
         if type_ in ("HashTest", "HashStateTest"):
             cfg = config_of(group)
             m = cfg["engram_max_ngram_size"]
