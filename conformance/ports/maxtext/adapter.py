@@ -23,7 +23,7 @@ from flax import nnx  # noqa: E402
 from jax import lax  # noqa: E402
 from jax.sharding import NamedSharding  # noqa: E402
 
-from engram_adapter.portlib import (Adapter, IdentityTable, PortRefusal, Unsupported, as_int_rows,  # noqa: E402
+from engram_adapter.portlib import (Adapter, IdentityTable, Unsupported, as_int_rows,  # noqa: E402
                                     config_of, line_of, load_defs, main)
 
 import engram_numpy_port as SYNTHETIC  # noqa: E402  (only its synthetic-table generator: a forward test's table)
@@ -254,9 +254,9 @@ class MaxText(Adapter):
         w.load_conv(conv)
         x = floats(test["value"])
         shape = (1, test["steps"], w.hc, w.hidden)
-        if x.size != int(np.prod(shape)):
-            raise PortRefusal(f"value has {x.size} values: the port takes it as an array of shape "
-                              f"{' x '.join(map(str, shape))}", line_of(self.checkout, PATH, "B, S, G, D = x.shape"))
+        if x.size != int(np.prod(shape)):  # no [B, S, G, D] array holds it: the port never sees it
+            raise Unsupported(f"value has {x.size} values: the port takes it as an array of shape "
+                              f"{' x '.join(map(str, shape))} ({line_of(self.checkout, PATH, 'B, S, G, D = x.shape')})")
         return {"output": hexes(conv(jnp.asarray(x.reshape(shape))))}
 
     def forward(self, group, test):
