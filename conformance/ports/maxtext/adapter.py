@@ -8,20 +8,19 @@ Run: engram conform --vectors vectors \\
        --exec "env PYTHONPATH=conformance/python python3 conformance/ports/maxtext/adapter.py --checkout DIR"
 """
 import enum
+import functools
+import importlib.metadata
 import os
 import sys
 from types import SimpleNamespace
 from typing import Any, Iterable, List, Optional
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-import jax  # noqa: E402
+import jax  # noqa: E402  (NgramHashMapping keeps its multipliers as jnp arrays: every suite needs it)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import sympy  # noqa: E402
-from flax import linen as nn  # noqa: E402
-from flax import nnx  # noqa: E402
 from jax import lax  # noqa: E402
-from jax.sharding import NamedSharding  # noqa: E402
 
 from engram_adapter.portlib import (Adapter, IdentityTable, Unsupported, as_int_rows,  # noqa: E402
                                     config_of, line_of, load_defs, main)
@@ -29,7 +28,7 @@ from engram_adapter.portlib import (Adapter, IdentityTable, Unsupported, as_int_
 import engram_numpy_port as SYNTHETIC  # noqa: E402  (only its synthetic-table generator: a forward test's table)
 
 PATH = "src/maxtext/layers/engram.py"
-NAMES = ["NgramHashMapping", "StaticWrapper", "MultiHeadEmbedding", "ShortConv", "Engram"]
+NAMES = ["StaticWrapper", "MultiHeadEmbedding", "ShortConv", "Engram"]  # the nnx modules
 NORMS = "src/maxtext/layers/normalizations.py"
 LINEARS = "src/maxtext/layers/linears.py"
 EMBEDDINGS = "src/maxtext/layers/embeddings.py"
@@ -61,8 +60,9 @@ class ShardMode(enum.Enum):
 
 def zeros_init(key, shape, dtype, *axes):
     """maxtext.layers.initializers' nd_dense_init / default_bias_init / default_embed_init in shape only: the
-    adapter loads the test's weights over every parameter."""
-    return jnp.zeros(shape, dtype)
+    adapter loads the test's weights over every parameter. Made by numpy and put on the device: XLA compiles
+    jnp.zeros (and jnp.asarray) per shape, and a layout's zero-width table of 10^11 rows took it minutes."""
+    return jax.device_put(np.zeros(shape, np.dtype(dtype)))
 
 
 def config(hidden):
@@ -117,37 +117,51 @@ class Weights:
         self.load_conv(engram.short_conv)
 
 
-class Ones(nnx.Module):
-    """In value_proj's place for a second forward: value = 1, so that ShortConv's input is the gate itself."""
-
-    def __init__(self, width):
-        self.width = width
-
-    def __call__(self, x):
-        return jnp.ones(x.shape[:-1] + (self.width,), jnp.float32)
-
-
-class Fixed(nnx.Module):
-    """In multi_head_embedding's place for DemoGateTest: the test's retrieved memory e (the gate suite gives e,
-    not ids)."""
-
-    def __init__(self, e):
-        self.e = nnx.data(jnp.asarray(e).reshape(1, 1, 1, -1))
-
-    def __call__(self, ids):
-        return self.e
+STUBS = SimpleNamespace(log=lambda *a: None, device_space=lambda: None)
+# what the port's files import, for the definitions the adapter runs (flax's names are added where it is loaded)
+COMMON = {"np": np, "jnp": jnp, "jax": jax, "lax": lax, "Any": Any, "Iterable": Iterable, "List": List,
+          "Optional": Optional, "Array": object, "Config": object, "Mesh": object, "DType": object,
+          "ShardMode": ShardMode, "Initializer": object, "NdInitializer": object, "Quant": object,
+          "nnx_wrappers": None, "max_logging": STUBS, "max_utils": STUBS, "MODEL_MODE_TRAIN": "train",
+          "MODEL_MODE_PREFILL": "prefill", "nd_dense_init": lambda *a: zeros_init, "default_bias_init": zeros_init,
+          "default_embed_init": zeros_init, "logical_to_mesh_axes": lambda *a, **k: None, "sympy": sympy,
+          "HFTokenizer": object, "CompressedTokenizer": IdentityCompressedTokenizer}
 
 
-class Recorder(nnx.Module):
-    """Around Engram's short_conv: keeps its input (gated_value = gate · value, engram.py:685) in `seen`."""
+def nnx_helpers(nnx):
+    """The adapter's nnx modules that take a part of Engram's place (flax imported by the caller)."""
 
-    def __init__(self, conv, seen):
-        self.conv = conv
-        self.seen = seen
+    class Ones(nnx.Module):
+        """In value_proj's place for a second forward: value = 1, so that ShortConv's input is the gate itself."""
 
-    def __call__(self, x):
-        self.seen.append(np.asarray(x))
-        return self.conv(x)
+        def __init__(self, width):
+            self.width = width
+
+        def __call__(self, x):
+            return jnp.ones(x.shape[:-1] + (self.width,), jnp.float32)
+
+    class Fixed(nnx.Module):
+        """In multi_head_embedding's place for DemoGateTest: the test's retrieved memory e (the gate suite gives
+        e, not ids)."""
+
+        def __init__(self, e):
+            self.e = nnx.data(jnp.asarray(e).reshape(1, 1, 1, -1))
+
+        def __call__(self, ids):
+            return self.e
+
+    class Recorder(nnx.Module):
+        """Around Engram's short_conv: keeps its input (gated_value = gate · value, engram.py:685) in `seen`."""
+
+        def __init__(self, conv, seen):
+            self.conv = conv
+            self.seen = seen
+
+        def __call__(self, x):
+            self.seen.append(np.asarray(x))
+            return self.conv(x)
+
+    return Ones, Fixed, Recorder
 
 
 class MaxText(Adapter):
@@ -157,36 +171,41 @@ class MaxText(Adapter):
 
     def __init__(self, checkout):
         super().__init__(checkout)
+        self.version = f"checkout (jax {jax.__version__}, flax {importlib.metadata.version('flax')})"
+        # NgramHashMapping is plain Python over numpy, sympy and jnp: the hash suites' mapping needs no flax
+        self.hashing = load_defs(os.path.join(checkout, PATH), ["NgramHashMapping"], dict(COMMON),
+                                 future_annotations=True)
+        self.mappings = {}
+
+    @functools.cached_property
+    def ns(self):
+        """flax and the port's nnx modules (MultiHeadEmbedding, ShortConv, Engram and the layers they build),
+        loaded on the first test that needs them: multipliers runs without flax, and an adapter restarted after a
+        timeout answers its hello without importing it."""
         import flax
+        from flax import linen as nn
+        from flax import nnx
+        from jax.sharding import NamedSharding
         # one CPU device and no mesh: the modules' sharding annotations (out_sharding=kernel_axes) stay metadata
         flax.config.update("flax_always_shard_variable", False)
-        self.version = f"checkout (jax {jax.__version__}, flax {flax.__version__})"
-        stubs = SimpleNamespace(log=lambda *a: None, device_space=lambda: None)
-        common = {"np": np, "jnp": jnp, "jax": jax, "lax": lax, "nn": nn, "nnx": nnx, "Any": Any,
-                  "Iterable": Iterable, "List": List, "Optional": Optional, "NamedSharding": NamedSharding,
-                  "Array": object, "Config": object, "Mesh": object, "DType": object, "ShardMode": ShardMode,
-                  "Initializer": object, "NdInitializer": object, "Quant": object, "nnx_wrappers": None,
-                  "max_logging": stubs, "max_utils": stubs, "MODEL_MODE_TRAIN": "train",
-                  "MODEL_MODE_PREFILL": "prefill", "nd_dense_init": lambda *a: zeros_init,
-                  "default_bias_init": zeros_init, "default_embed_init": zeros_init,
-                  "logical_to_mesh_axes": lambda *a, **k: None}
+        common = dict(COMMON, nn=nn, nnx=nnx, NamedSharding=NamedSharding)
         layers = {}
         for path, names in ((NORMS, ["RMSNorm"]),
                             (LINEARS, ["normalize_axes", "canonicalize_tuple", "_compute_dot_general_nnx",
                                        "DenseGeneral"]),
                             (EMBEDDINGS, ["_maybe_move_embedding_to_device", "Embed"])):
-            defs = load_defs(os.path.join(checkout, path), names, dict(common), future_annotations=True)
+            defs = load_defs(os.path.join(self.checkout, path), names, dict(common), future_annotations=True)
             layers.update({n: defs[n] for n in names})
-        ns = dict(common, sympy=sympy, HFTokenizer=object, CompressedTokenizer=IdentityCompressedTokenizer,
-                  RMSNorm=layers["RMSNorm"], DenseGeneral=layers["DenseGeneral"], Embed=layers["Embed"])
-        self.ns = load_defs(os.path.join(checkout, PATH), NAMES, ns, future_annotations=True)
-        self.mappings = {}
+        ns = dict(common, RMSNorm=layers["RMSNorm"], DenseGeneral=layers["DenseGeneral"], Embed=layers["Embed"])
+        ns = load_defs(os.path.join(self.checkout, PATH), NAMES, ns, future_annotations=True)
+        ns["Ones"], ns["Fixed"], ns["Recorder"] = nnx_helpers(nnx)
+        return ns
 
     def mapping(self, bases, max_ngram, heads, layer_ids, v, pad, seed):
         key = repr((bases, max_ngram, heads, layer_ids, v, pad, seed))
         if key not in self.mappings:
             IdentityCompressedTokenizer.size = v
-            self.mappings[key] = self.ns["NgramHashMapping"](
+            self.mappings[key] = self.hashing["NgramHashMapping"](
                 engram_vocab_bases=bases, max_ngram_size=max_ngram, engram_num_heads=heads, layer_ids=layer_ids,
                 tokenizer=None, pad_id=pad, seed=seed)
         return self.mappings[key]
@@ -198,7 +217,7 @@ class MaxText(Adapter):
     def offsets(self, mp, layer):
         """MultiHeadEmbedding's offsets and table size, from the port's own constructor (the table a stub)."""
         emb = self.ns["MultiHeadEmbedding"](config=config(1), mesh=None, vocab_sizes=mp.get_vocab_sizes(layer),
-                                            head_dim=0, rngs=nnx.Rngs(0))
+                                            head_dim=0, rngs=self.ns["nnx"].Rngs(0))
         return emb.offsets.val, emb.embedding.num_embeddings
 
     # ------------------------------------------------------------------ gate, ShortConv, forward
@@ -209,7 +228,7 @@ class MaxText(Adapter):
         module = self.ns["Engram"](
             config=config(w.hidden), mesh=None, vocab_sizes=vocab_sizes, engram_num_heads=heads,
             engram_head_dim=w.inn // (heads * (max_ngram - 1)), engram_max_ngram_size=max_ngram,
-            engram_kernel_size=w.kernel, mhc_expansion_rate=w.hc, rngs=nnx.Rngs(0))
+            engram_kernel_size=w.kernel, mhc_expansion_rate=w.hc, rngs=self.ns["nnx"].Rngs(0))
         w.load(module)
         return module
 
@@ -217,9 +236,9 @@ class MaxText(Adapter):
         """Engram.__call__ with short_conv's input recorded; with ones=True value_proj answers ones, so that the
         recorded input is the gate (gate · 1.0, exact). Returns (the module's output, short_conv's input)."""
         seen, conv, value_proj = [], module.short_conv, module.value_proj
-        module.short_conv = Recorder(conv, seen)
+        module.short_conv = self.ns["Recorder"](conv, seen)
         if ones:
-            module.value_proj = Ones(value_proj.out_features_shape[-1])
+            module.value_proj = self.ns["Ones"](value_proj.out_features_shape[-1])
         try:
             out = module(hidden, ids)
         finally:
@@ -227,18 +246,22 @@ class MaxText(Adapter):
         return np.asarray(out), seen[0]
 
     def hidden_of(self, values, w, steps):
-        """The test's hidden state as [B = 1, S, G, D] where its length allows; D the port reads from it."""
+        """The test's hidden state as [B = 1, S, G, D], D the module's emb_dim. A list of another length is no such
+        array, so the port never sees it: unsupported (the port reads D from the array, engram.py:642)."""
         h = floats(values)
-        if h.size % (steps * w.hc):
-            raise Unsupported(f"{h.size} hidden values are no [1, {steps}, {w.hc}, D] array")
-        return jnp.asarray(h.reshape(1, steps, w.hc, -1))
+        shape = (1, steps, w.hc, w.hidden)
+        if h.size != int(np.prod(shape)):
+            raise Unsupported(f"hidden has {h.size} values: the port takes it as an array of shape "
+                              f"{' x '.join(map(str, shape))} "
+                              f"({line_of(self.checkout, PATH, 'B, S, _, D = hidden_states.shape')})")
+        return jnp.asarray(h.reshape(shape))
 
     def gate(self, group, test):
         """DemoGateTest: Engram.__call__ on one position, its retrieved memory the test's e (multi_head_embedding
         answers e), the hidden state the test's [G, D]; value is short_conv's input gate · value_proj(e)."""
         w = Weights(group)
         module = self.engram(w, [2], 1, 2)
-        module.multi_head_embedding = Fixed(floats(test["e"]))
+        module.multi_head_embedding = self.ns["Fixed"](floats(test["e"]))
         hidden = self.hidden_of(test["hidden"], w, 1)
         ids = jnp.zeros((1, 1, 1), jnp.int32)
         _, value = self.run(module, hidden, ids, False)
@@ -250,7 +273,7 @@ class MaxText(Adapter):
         value [B = 1, S, G, D]."""
         w = Weights(group)
         conv = self.ns["ShortConv"](config=config(w.hidden), hidden_size=w.hidden, kernel_size=w.kernel,
-                                    dilation=w.dilation, mhc_expansion_rate=w.hc, rngs=nnx.Rngs(0))
+                                    dilation=w.dilation, mhc_expansion_rate=w.hc, rngs=self.ns["nnx"].Rngs(0))
         w.load_conv(conv)
         x = floats(test["value"])
         shape = (1, test["steps"], w.hc, w.hidden)
