@@ -116,12 +116,32 @@ def replayed_rollback(k, position):
                           f"replays it), so refusing a rollback past the start is the engine's, not the port's")
 
 
-def where(exc, checkout):
-    """The innermost frame of the traceback that lies in the checkout: 'path:line' (relative)."""
+_PORT_DATA = set()
+
+
+def port_data(fn):
+    """Marks a function of the adapter's that stands in for the port's own data (IdentityTable.__getitem__: numpy's
+    indexing without the array): what it raises counts as raised where the port used it."""
+    _PORT_DATA.add(fn.__code__)
+    return fn
+
+
+def _under(path, root):
+    return bool(root) and os.path.abspath(path).startswith(os.path.abspath(root) + os.sep)
+
+
+def where(exc, checkout, own=()):
+    """Whose code raised: the innermost frame of the traceback that lies in the checkout (the port) or in one of
+    the directories `own` (the adapter's code: its file's directory, engram_adapter), library frames skipped.
+    'path:line' (relative to the checkout) where it is the port's; None where it is the adapter's, even when the
+    port called it (a callback the adapter hands the port: a reader, a module, a hook) or there is no port frame."""
     at = None
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if checkout and os.path.abspath(frame.filename).startswith(os.path.abspath(checkout) + os.sep):
-            at = f"{os.path.relpath(frame.filename, checkout)}:{frame.lineno}"
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        path = frame.f_code.co_filename
+        if _under(path, checkout):
+            at = f"{os.path.relpath(path, checkout)}:{line}"
+        elif frame.f_code not in _PORT_DATA and any(_under(path, d) for d in own):
+            at = None
     return at
 
 
@@ -169,6 +189,11 @@ class Adapter:
     def answer(self, suite, type_, group, test):  # pragma: no cover - per port
         raise Unsupported(type_)
 
+    def own_code(self):
+        """The directories of the adapter's own code: its class's file's and engram_adapter's."""
+        mine = getattr(sys.modules.get(type(self).__module__), "__file__", None)
+        return [os.path.dirname(os.path.abspath(__file__))] + ([os.path.dirname(os.path.abspath(mine))] if mine else [])
+
     def handle(self, req):
         op = req.get("op")
         if op == "hello":
@@ -188,8 +213,8 @@ class Adapter:
         except PortRefusal as e:
             return protocol.refused(e, e.at)
         except self.refuse_on as e:
-            at = where(e, self.checkout)
-            if at is None:  # raised in the adapter (or a library it called), never in the port's code
+            at = where(e, self.checkout, self.own_code())
+            if at is None:  # raised in the adapter's code (or a library it called), not in the port's
                 traceback.print_exc(file=sys.stderr)
                 return protocol.adapter_error(e, adapter_frame(e))
             return protocol.refused(e, at)
@@ -224,6 +249,7 @@ class IdentityTable:
     def __init__(self, size):
         self.size = max(size, 0)
 
+    @port_data
     def __getitem__(self, idx):
         import numpy as np  # here, not at the top: portlib itself runs without numpy
 

@@ -10,6 +10,7 @@
 
 usage: adapter_answers_test.py ENGRAM_BINARY VECTORS_DIR
 """
+import importlib.util
 import json
 import os
 import subprocess
@@ -22,7 +23,19 @@ PORT = '''def checked(x):
     if x < 0:
         raise ValueError("negative")
     return x
+
+
+def lookup(reader, table, i):
+    return reader(i) + table[i]
 '''
+
+
+class Data:
+    """A stand-in for the port's data, as IdentityTable is one: what it raises is the port's."""
+
+    @portlib.port_data
+    def __getitem__(self, i):
+        raise IndexError(f"index {i} is out of bounds")
 
 
 class Synthetic(portlib.Adapter):
@@ -30,7 +43,7 @@ class Synthetic(portlib.Adapter):
 
     def __init__(self, checkout):
         super().__init__(checkout)
-        self.ns = portlib.load_defs(os.path.join(checkout, "port.py"), ["checked"], {})
+        self.ns = portlib.load_defs(os.path.join(checkout, "port.py"), ["checked", "lookup"], {})
 
     def answer(self, suite, type_, group, test):
         how = test["how"]
@@ -38,6 +51,12 @@ class Synthetic(portlib.Adapter):
             return {"x": self.ns["checked"](-1)}
         if how == "adapter":
             return {"x": [1][5]}
+        if how == "callback":  # the adapter's reader, called by the port, fails in the adapter's own code
+            return {"x": self.ns["lookup"](lambda i: [0][i], [0, 1], 1)}
+        if how == "table":  # the port indexes the adapter's stand-in for its data beyond the end (numpy's IndexError)
+            return {"x": self.ns["lookup"](lambda i: 0, portlib.IdentityTable(2), 5)}
+        if how == "data":  # the same through a stand-in of the adapter's own, marked as the port's data
+            return {"x": self.ns["lookup"](lambda i: 0, Data(), 5)}
         if how == "said":
             raise portlib.PortRefusal("no layout", portlib.defined_at(self.ns["checked"], self.checkout))
         if how == "rollback":
@@ -58,6 +77,17 @@ def in_process(checkout):
     yield set(own) == {"adapterError"} and "adapter_answers_test.py" in own["adapterError"], \
         f"the adapter's exception: an adapter error naming the adapter's line, none of the three answers ({own})"
     yield said == {"refused": "PortRefusal: no layout (at port.py:1)"}, f"PortRefusal: refused at its line ({said})"
+    callback, data = ask(a, "callback"), ask(a, "data")
+    yield set(callback) == {"adapterError"}, \
+        f"an exception in a callback of the adapter's that the port called: an adapter error, not refused ({callback})"
+    yield data.get("refused", "").startswith("IndexError") and "port.py:8" in data["refused"], \
+        f"a @port_data stand-in indexed beyond its end by the port: refused at the port's line ({data})"
+    if importlib.util.find_spec("numpy") is not None:  # IdentityTable indexes with numpy
+        table = ask(a, "table")
+        yield table.get("refused", "").startswith("IndexError") and "port.py:8" in table["refused"], \
+            f"IdentityTable (the port's data) indexed beyond its end: refused at the port's line ({table})"
+    else:
+        print("note: no numpy here: the IdentityTable check is not run")
     yield "unsupported" in ask(a, "rollback"), "a replayed rollback past the start: unsupported"
     yield "unsupported" in ask(a, "unknown"), "a rollback of a sequence no append started: unsupported"
     try:
