@@ -48,10 +48,15 @@ def main():
         # vectors' place (--random-only), for a suite whose fixed vectors the port's API cannot take.
         expect = {k: v for k, v in standin.get("expectFail", {}).items() if k != "why"}
         randoms = {k: v for k, v in standin.get("random", {}).items() if k != "why"}
-        # standin.optionalProbe: Python code that fails where the interpreter cannot run the optional suites (e.g. a
-        # torch older than float8, read from its metadata): checked once, so that they are noted without a run each
+        # standin.optionalProbe: Python code that exits 77 where the interpreter cannot run the optional suites (e.g. a
+        # torch older than float8, read from its metadata), 0 where it can: checked once, so that they are noted
+        # without a run each; any other exit (the probe broke) fails
         probe = standin.get("optionalProbe")
-        unable = probe is not None and subprocess.run([python, "-c", probe], capture_output=True).returncode != 0
+        probed = probe is not None and subprocess.run([python, "-c", probe], capture_output=True, text=True)
+        if probed and probed.returncode not in (0, 77):  # the probe itself broke: no note can stand for the suites
+            print(f"FAIL {port_id}: optionalProbe exited {probed.returncode}:\n{probed.stderr[-2000:]}")
+            return 1
+        unable = bool(probed) and probed.returncode == 77
         suites = standin.get("suites", port["suites"])
         optional = standin.get("optional", {})
         for suite in suites:
@@ -79,7 +84,8 @@ def main():
                                extra + ["--exec", f"{python} {adapter} --checkout {checkout}"],
                                capture_output=True, text=True, env=env)
             tail = "\n".join(r.stdout.splitlines()[-6:])
-            if r.returncode == 1 and run[0] in optional and os.path.exists(report):
+            # with a probe that found the interpreter able, an optional suite must answer like any other
+            if r.returncode == 1 and run[0] in optional and probe is None and os.path.exists(report):
                 # standin.optional: {suite: why}, a suite the interpreter may not run at all (e.g. float8 dtypes need
                 # torch >= 2.1): every test answered unsupported is said, not failed; a failing test still fails
                 with open(report, encoding="utf-8") as f:
