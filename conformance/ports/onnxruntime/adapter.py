@@ -421,7 +421,12 @@ class Ort(Adapter):
         return self.session(("conv", hc, hid, kernel, dilation, carried), build, opset=23)
 
     def conv_run(self, group, value, steps, past=None):
-        """One call: (output [steps * hc * hidden], the op's present_state [1, W, hc, hidden])."""
+        """One call: (output [steps * hc * hidden], the op's present_state [1, W, hc, hidden]). A value of another
+        count than steps x hc x hidden is no [.., hc, hidden] tensor the op could be handed: unsupported (a Reshape
+        in the adapter's graph would refuse it, which would measure the adapter, not the op)."""
+        if len(value) != steps * group["hc"] * group["hidden"]:
+            raise Unsupported(f"value has {len(value)} values: the op takes [{steps}, {group['hc']}, "
+                              f"{group['hidden']}] ({steps} steps)")
         if self.varlen:
             return self.conv_run_varlen(group, value, steps, past)
         hc, hid, kernel = group["hc"], group["hidden"], group["kernel"]
@@ -465,14 +470,17 @@ class Ort(Adapter):
     def conv_run_varlen(self, group, value, steps, past):
         """conv_run through VarlenCausalConvWithState: the state in the exchanged form [1, W, hc, hidden] (W rows,
         oldest first; None: a fresh sequence, W rows of +0) goes to the op transposed to [1, hc * hidden, W] and
-        comes back the same way. A call with no token and no value is not made (the op's schema: every sequence
-        contributes at least one token), and leaves the state as it was."""
+        comes back the same way. A call with no token is unsupported: the op's schema has every sequence contribute a
+        token and its CPU kernel refuses zero (varlen_causal_conv_with_state.cc:88), so an engine makes no call for an
+        empty append; keeping the state for it would be the adapter's answer, not the op's."""
         hc, hid, kernel = group["hc"], group["hidden"], group["kernel"]
         C, W = hc * hid, (kernel - 1) * group["dilation"]
+        if steps == 0:
+            raise Unsupported("an empty append: VarlenCausalConvWithState takes at least one token per sequence "
+                              "(its CPU kernel: total_tokens must be at least batch_size, "
+                              "varlen_causal_conv_with_state.cc:88); an engine makes no call for it")
         if past is None:
             past = np.zeros((1, W, hc, hid), dtype=np.float32)
-        if steps == 0 and len(value) == 0:
-            return np.zeros(0, dtype=np.float32), past
         feed = {"value": np.asarray(value, dtype=np.float32), "shape": np.asarray([steps, hc, hid], np.int64),
                 "norm_w": floats32(group["convNormWeight"]).reshape(hc, hid),
                 "conv_w": floats32(group["convWeight"]).reshape(C, 1, kernel),
