@@ -285,7 +285,7 @@ class MaxText(Adapter):
     def forward(self, group, test):
         """EngramForwardTest (demo-v1): NgramHashMapping.__call__ on the ids (the first layer, §FUS.10), then
         Engram.__call__ on the test's hidden state with the synthetic table in MultiHeadEmbedding's Embed;
-        hiddenAfter = hidden + output, as DeepSeek's decoder layer adds it (deepseek.py:363)."""
+        hiddenAfter = hidden + output, as DeepSeek's decoder layer adds it (deepseek.py's x = x + engram_output)."""
         w = Weights(group)
         cfg = config_of(group)
         if w.dilation != cfg["max_ngram_size"]:
