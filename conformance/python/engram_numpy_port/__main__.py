@@ -14,7 +14,7 @@ from .bugs import BUGS, CONTROL_BUGS, RANDOM_ONLY_BUGS, VARIANTS, configure
 from .protocol import PROFILES, SUITES, Claims, handle
 
 
-SCHEMAS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "vectors", "schema")
+SCHEMAS = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "vectors", "schema"))
 
 
 def schema_test_types():
@@ -50,6 +50,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     args.unsupported = [t for arg in args.unsupported for t in arg.split(",") if t]
     known = schema_test_types()
+    if args.unsupported and not known:
+        print(f"note: no vector schemas at {SCHEMAS}: --unsupported names are not checked", file=sys.stderr)
     unknown = [t for t in args.unsupported if known and t not in known]
     if unknown:
         ap.error(f"--unsupported: {', '.join(unknown)}: not a test type of the vector schemas "
